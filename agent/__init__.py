@@ -1,0 +1,1 @@
+"""The LangGraph agent: spec, stages, generators and the runtime for generated code."""

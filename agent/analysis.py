@@ -1,0 +1,72 @@
+"""Bytes, FLOPs, arithmetic intensity and roofline bounds computed from a spec."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel
+
+from agent.expr import flops, parse_formula
+from agent.runtime.devices import PEAKS, REFERENCE_DEVICE, DeviceInfo
+from agent.spec import OpSpec
+
+BYTES_PER_ELEMENT = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+class CaseFigures(BaseModel):
+    """Roofline figures of one shape and dtype case."""
+
+    shapes: dict[str, list[int]]
+    dtypes: dict[str, str]
+    out_shape: list[int]
+    elements: int
+    bytes_read: int
+    bytes_written: int
+    flops: int
+    intensity: float  # FLOP per byte
+    bound_ms: float  # the larger of memory time and compute time at peak
+    bound: str  # "memory" or "compute"
+
+
+class Analysis(BaseModel):
+    """Figures for every case, against one device's peaks."""
+
+    device_name: str
+    peak_gbs: float
+    peak_tflops: float
+    reference_only: bool  # True when the peaks are a reference device's, not this machine's
+    ridge: float  # FLOP per byte where memory and compute bounds meet
+    flops_per_element: int
+    cases: list[CaseFigures]
+
+
+def analyse(spec: OpSpec, device: DeviceInfo) -> Analysis:
+    """Compute the definition document's figures for every case of the spec."""
+    if device.peak_gbs is not None and device.peak_tflops is not None:
+        name, gbs, tflops, reference = device.name, device.peak_gbs, device.peak_tflops, False
+    else:
+        peak = PEAKS[REFERENCE_DEVICE]
+        name, gbs, tflops, reference = f"{REFERENCE_DEVICE} (reference)", peak["gbs"], peak["tflops"], True
+    per_element = flops(parse_formula(spec.formula))
+    cases = []
+    for shapes in spec.shape_cases():
+        out_shape = spec.output_shape(shapes)
+        elements = math.prod(out_shape)
+        for dtypes in spec.dtype_cases():
+            read = sum(math.prod(shapes[t.name]) * BYTES_PER_ELEMENT[dtypes[t.name]] for t in spec.inputs)
+            out_bytes = max(BYTES_PER_ELEMENT[d] for d in dtypes.values())  # promotion keeps the widest
+            written = elements * out_bytes
+            total_flops = per_element * elements
+            memory_ms = (read + written) / (gbs * 1e9) * 1e3
+            compute_ms = total_flops / (tflops * 1e12) * 1e3
+            cases.append(CaseFigures(
+                shapes=shapes, dtypes=dtypes, out_shape=out_shape, elements=elements,
+                bytes_read=read, bytes_written=written, flops=total_flops,
+                intensity=total_flops / (read + written),
+                bound_ms=max(memory_ms, compute_ms),
+                bound="memory" if memory_ms >= compute_ms else "compute",
+            ))
+    return Analysis(
+        device_name=name, peak_gbs=gbs, peak_tflops=tflops, reference_only=reference,
+        ridge=tflops * 1e12 / (gbs * 1e9), flops_per_element=per_element, cases=cases,
+    )

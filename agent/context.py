@@ -1,0 +1,28 @@
+"""What every node may use besides the state: storage, settings, a progress sink."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from agent.generators.base import Generator
+from agent.generators.offline.elementwise import ElementwiseGenerator
+
+
+def _quiet(stage: str, message: str) -> None:
+    """Drop progress messages (the default when nobody listens)."""
+
+
+@dataclass
+class JobContext:
+    """Run-time dependencies of a job, handed to nodes by LangGraph."""
+
+    engine: Engine
+    work_dir: Path
+    accuracy_timeout_s: float = 900.0
+    performance_timeout_s: float = 900.0
+    generator: Generator = field(default_factory=ElementwiseGenerator)
+    report: Callable[[str, str], None] = _quiet

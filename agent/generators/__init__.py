@@ -1,0 +1,1 @@
+"""Where kernels come from: the offline templates, later an LLM."""

@@ -1,0 +1,1 @@
+"""The built-in generator for the op families it knows."""

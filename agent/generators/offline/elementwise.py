@@ -1,0 +1,184 @@
+"""Offline generator for fused elementwise and broadcast operators."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import pprint
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from agent.expr import flops, helpers, parse_formula, positive_names, to_torch, to_triton_statements
+from agent.generators.base import KernelFiles, LaunchConfig
+from agent.generators.offline.broadcast import broadcast_runs, count_runs
+from agent.ops import TRITON_HELPERS
+from agent.runtime.devices import PEAKS
+from agent.spec import OpSpec
+
+TEMPLATES = Path(__file__).parent / "templates"
+# Odd sizes for edge cases: not powers of two, not multiples of any block size.
+_EDGE_DIMS = (3, 5, 7, 11)
+_SMOKE_MAX_ELEMENTS = 1 << 20
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+class ElementwiseGenerator:
+    """Render the four files of a fused elementwise kernel from templates."""
+
+    family = "elementwise"
+
+    def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
+        """Write the four files for a spec at a launch configuration."""
+        context = self.context(spec, config)
+        env = _environment()
+        files = {
+            f"{spec.name}_{role}.py": env.get_template(f"{role}.py.j2").render(**context)
+            for role in ("triton", "baseline", "accuracy", "performance")
+        }
+        return KernelFiles(op=spec.name, files=files, config=config)
+
+    def candidate_configs(self, spec: OpSpec) -> list[LaunchConfig]:
+        """List launch configurations, the usual best for streaming kernels first."""
+        return [
+            LaunchConfig(block_size=1024, num_warps=4),
+            LaunchConfig(block_size=2048, num_warps=8),
+            LaunchConfig(block_size=4096, num_warps=8),
+            LaunchConfig(block_size=512, num_warps=4),
+            LaunchConfig(block_size=8192, num_warps=16),
+            LaunchConfig(block_size=2048, num_warps=4),
+        ]
+
+    def context(self, spec: OpSpec, config: LaunchConfig) -> dict[str, Any]:
+        """Compute everything the templates need from the spec."""
+        expr = parse_formula(spec.formula)
+        inputs = [self._input(spec, t.name) for t in spec.inputs]
+        aligned = [t for t in spec.inputs if t.align is not None]
+        rank_terms = ", ".join(
+            f"{t.align} + {t.name}.dim()" if t.align is not None else f"{t.name}.dim()" for t in spec.inputs
+        )
+        first_dtype = spec.dtype_cases()[0][spec.inputs[0].name]
+        tolerance = spec.tolerances[first_dtype]
+        return {
+            "op": spec.name,
+            "output": spec.output,
+            "formula": spec.formula,
+            "schedule_note": "offline elementwise generator, 1-D flat schedule",
+            "block_size": config.block_size,
+            "num_warps": config.num_warps,
+            "inputs": inputs,
+            "params": spec.params,
+            "aligned": aligned,
+            "rank_terms": rank_terms,
+            "broadcast_runs": [(i["name"], i["runs"]) for i in inputs if not i["full"]],
+            "broadcast_runs_source": inspect.getsource(broadcast_runs).rstrip(),
+            "helpers": [TRITON_HELPERS[h] for h in helpers(expr)],
+            "body": to_triton_statements(expr, spec.output),
+            "torch_expr": to_torch(expr),
+            "signature": self._signature(spec),
+            "named_inputs": "".join(f'("{t.name}", {t.name}), ' for t in spec.inputs).rstrip(" "),
+            "call_args": ", ".join(
+                [t.name for t in spec.inputs] + [spec.output] + [f"float({p.name})" for p in spec.params]
+            ),
+            "promote": self._promote([t.name for t in spec.inputs]),
+            "spec_cases": _pretty(spec.shape_cases()),
+            "edge_cases": _pretty(edge_cases(spec)),
+            "dtype_cases": _pretty(spec.dtype_cases()),
+            "tolerances": _pretty({d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())}),
+            "positive": sorted(positive_names(expr) & {t.name for t in spec.inputs}),
+            "params_dict": repr({p.name: p.value for p in spec.params}),
+            "input_names": [t.name for t in spec.inputs],
+            "flops_per_element": flops(expr),
+            "device_peaks": _pretty({k: PEAKS[k] for k in sorted(PEAKS, key=len, reverse=True)}),
+            "first_rtol": tolerance.rtol,
+            "first_atol": tolerance.atol,
+        }
+
+    def _input(self, spec: OpSpec, name: str) -> dict[str, Any]:
+        tensor = next(t for t in spec.inputs if t.name == name)
+        full, runs = True, 1
+        for case in spec.shape_cases():
+            aligned = tuple(spec.aligned_shapes(case)[name])
+            out = tuple(spec.output_shape(case))
+            padded = (1,) * (len(out) - len(aligned)) + aligned
+            if padded != out:
+                full = False
+            runs = max(runs, count_runs(aligned, out))
+        smoke = _smoke_case(spec)
+        dtype = tensor.dtypes[0]
+        positive = name in positive_names(parse_formula(spec.formula))
+        shape = ", ".join(str(d) for d in smoke[name])
+        draw = (
+            f"torch.rand({shape}, device=device) * 3.75 + 0.25" if positive else f"torch.randn({shape}, device=device)"
+        )
+        return {
+            "other": ", other=1.0" if positive else "",
+            "name": name, "full": full, "runs": runs, "align": tensor.align,
+            "sample": f"({draw}).to(torch.{dtype})",
+        }
+
+    @staticmethod
+    def _signature(spec: OpSpec) -> str:
+        parts = [f"{t.name}: torch.Tensor" for t in spec.inputs]
+        parts += [f"{p.name}: float = {p.value!r}" for p in spec.params]
+        return ", ".join(parts)
+
+    @staticmethod
+    def _promote(names: list[str]) -> str:
+        expr = f"{names[0]}.dtype"
+        for name in names[1:]:
+            expr = f"torch.promote_types({expr}, {name}.dtype)"
+        return expr
+
+
+def _pretty(value: object) -> str:
+    """Format a literal for generated code, wrapped to stay readable."""
+    return pprint.pformat(value, width=100, sort_dicts=False)
+
+
+def edge_cases(spec: OpSpec) -> list[dict[str, list[int]]]:
+    """Derive odd shapes that keep each input's broadcast role from the spec's first case."""
+    case = spec.shape_cases()[0]
+    aligned = spec.aligned_shapes(case)
+    out = spec.output_shape(case)
+    rank = len(out)
+    outs = [
+        [1] * rank,
+        list(_EDGE_DIMS[: rank - 1]) + [131],
+        [5] * (rank - 1) + [1] if rank > 1 else [257],
+        [67 if i == rank - 2 else 2 for i in range(rank - 1)] + [1021] if rank > 1 else [65537],
+    ]
+    result = []
+    for edge_out in outs:
+        shapes = {}
+        for t in spec.inputs:
+            own = case[t.name]
+            mine = aligned[t.name]
+            padded = [1] * (rank - len(mine)) + list(mine)
+            keep = [padded[d] != 1 or out[d] == 1 for d in range(rank)]
+            edge = [edge_out[d] if keep[d] else 1 for d in range(rank)]
+            edge = edge[rank - len(mine) :][: len(own)]
+            shapes[t.name] = edge
+        if shapes not in result:
+            result.append(shapes)
+    return result
+
+
+def _smoke_case(spec: OpSpec) -> dict[str, list[int]]:
+    """Pick the first spec case if it is small, else a mid-sized edge case."""
+    first = spec.shape_cases()[0]
+    if math.prod(spec.output_shape(first)) <= _SMOKE_MAX_ELEMENTS:
+        return first
+    return edge_cases(spec)[-1]

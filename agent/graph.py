@@ -1,0 +1,43 @@
+"""Wire the stages of a job into a LangGraph StateGraph."""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from agent import routing
+from agent.context import JobContext
+from agent.nodes.accuracy import accuracy
+from agent.nodes.classify import classify
+from agent.nodes.definition import definition
+from agent.nodes.diagnose import diagnose
+from agent.nodes.edit import edit
+from agent.nodes.finalize import finalize
+from agent.nodes.generate import generate
+from agent.nodes.log import log
+from agent.nodes.performance import performance
+from agent.nodes.requirements import requirements
+from agent.state import JobState
+
+
+def build_graph() -> CompiledStateGraph:
+    """Build the job graph: spec → definition → files → test → measure → log → diagnose → edit ↺."""
+    graph = StateGraph(JobState, context_schema=JobContext)
+    for node in (requirements, definition, generate, accuracy, performance, log, diagnose, edit, classify,
+                 finalize):
+        graph.add_node(node.__name__, node)
+    graph.add_edge(START, "requirements")
+    graph.add_conditional_edges("requirements", routing.after_requirements)
+    graph.add_conditional_edges("definition", routing.after_definition)
+    graph.add_edge("generate", "accuracy")
+    graph.add_conditional_edges("accuracy", routing.after_accuracy)
+    graph.add_edge("performance", "log")
+    graph.add_edge("log", "diagnose")
+    graph.add_conditional_edges("diagnose", routing.after_diagnosis)
+    graph.add_edge("edit", "classify")
+    graph.add_conditional_edges("classify", routing.after_classify)
+    graph.add_edge("finalize", END)
+    return graph.compile()
+
+
+graph = build_graph()

@@ -1,0 +1,1 @@
+"""One file per stage of a job; graph.py wires them."""

@@ -1,0 +1,58 @@
+"""Last stage: put the best version in the output folder, with report.json."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import JobContext
+from agent.output import write_artifact
+from agent.state import JobState
+from storage import crud
+
+
+def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
+    """Write the best four files and report.json; a rejected spec writes nothing."""
+    ctx, job_id = runtime.context, state["job_id"]
+    status = state.get("status", "failed")
+    if status == "running":
+        status = "verified" if state.get("best_round") is not None else "failed"
+    if status == "rejected" or "spec" not in state:
+        crud.update_job(ctx.engine, job_id, status="rejected", message=state.get("message", ""))
+        return {"status": "rejected"}
+    out_dir = state["request"].out_dir
+    best_files = state.get("best_files")
+    if best_files is not None:
+        for name, source in best_files.files.items():
+            write_artifact(ctx.engine, job_id, out_dir, name, source)
+    report = _report(state, status)
+    write_artifact(ctx.engine, job_id, out_dir, "report.json", json.dumps(report, indent=1, default=str))
+    device = state.get("device")
+    crud.update_job(
+        ctx.engine, job_id, status=status, message=state.get("message", ""),
+        best_round=state.get("best_round"), device=device.name if device else None,
+    )
+    ctx.report("finalize", f"{status}: {out_dir}")
+    return {"status": status}
+
+
+def _report(state: JobState, status: str) -> dict[str, Any]:
+    spec, rounds = state["spec"], state.get("rounds", [])
+    best_files = state.get("best_files")
+    device = state.get("device")
+    return {
+        "op": spec.name,
+        "entry_point": f"{spec.name}_triton.{spec.name}",
+        "formula": f"{spec.output} = {spec.formula}",
+        "files": sorted(best_files.files) if best_files else [],
+        "device": device.model_dump() if device else None,
+        "status": status,
+        "message": state.get("message", ""),
+        "target_speedup": spec.target_speedup,
+        "best_round": state.get("best_round"),
+        "rounds": [r.model_dump(exclude={"triton_source"}) for r in rounds],
+        "refused_edits": state.get("refusals", []),
+        "spec": spec.model_dump(),
+    }

@@ -1,0 +1,34 @@
+"""Run one job through the graph, with its database row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent.context import JobContext
+from agent.graph import build_graph
+from agent.state import JobRequest, JobState
+from kernelgen.settings import Settings
+from storage import crud
+from storage.db import make_engine
+
+# Each round visits about six nodes; this leaves room for five rounds and refusals.
+RECURSION_LIMIT = 100
+
+
+def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str], None]) -> JobState:
+    """Create the job row, run the graph to the end and return the final state."""
+    engine = make_engine(settings.database_url)
+    job_id = crud.create_job(engine, request.spec_text, request.out_dir)
+    context = JobContext(
+        engine=engine, work_dir=settings.work_dir,
+        accuracy_timeout_s=settings.accuracy_timeout_s, performance_timeout_s=settings.performance_timeout_s,
+        report=report,
+    )
+    initial: dict[str, Any] = {"job_id": job_id, "request": request}
+    try:
+        final = build_graph().invoke(initial, context=context, config={"recursion_limit": RECURSION_LIMIT})
+    except Exception as exc:  # keep the job row truthful, then let the caller report it
+        crud.update_job(engine, job_id, status="failed", message=f"{type(exc).__name__}: {exc}")
+        raise
+    return final  # type: ignore[return-value]

@@ -1,0 +1,1 @@
+"""Where generated code runs: devices, the sandbox, static checks."""

@@ -1,0 +1,81 @@
+"""Find the accelerator this machine has, and its datasheet peaks."""
+
+from __future__ import annotations
+
+import platform
+from typing import Literal
+
+from pydantic import BaseModel
+
+DeviceKind = Literal["cuda", "npu", "cpu"]
+
+# Datasheet figures: memory bandwidth (GB/s) and dense fp32 vector rate (TFLOP/s).
+# Measured copy bandwidth, where a run has one, is the ceiling the reports prefer.
+PEAKS: dict[str, dict[str, float]] = {
+    "H200": {"gbs": 4800.0, "tflops": 67.0},
+    "H100 PCIe": {"gbs": 2000.0, "tflops": 51.0},
+    "H100": {"gbs": 3350.0, "tflops": 67.0},
+    "H20": {"gbs": 4000.0, "tflops": 44.0},
+    "A100-SXM4-80GB": {"gbs": 2039.0, "tflops": 19.5},
+    "A100": {"gbs": 1555.0, "tflops": 19.5},
+    "L40S": {"gbs": 864.0, "tflops": 91.6},
+    "L4": {"gbs": 300.0, "tflops": 30.3},
+    "RTX 4090": {"gbs": 1008.0, "tflops": 82.6},
+    "Ascend910B": {"gbs": 1600.0, "tflops": 94.0},
+    "910B": {"gbs": 1600.0, "tflops": 94.0},
+}
+# Used for the definition document's roofline when no accelerator is here.
+REFERENCE_DEVICE = "H100"
+
+
+class DeviceInfo(BaseModel):
+    """The device a job runs on, with the peaks its roofline uses."""
+
+    kind: DeviceKind
+    name: str
+    peak_gbs: float | None = None
+    peak_tflops: float | None = None
+
+    @property
+    def has_peaks(self) -> bool:
+        """Tell whether a roofline can be drawn for this device."""
+        return self.peak_gbs is not None and self.peak_tflops is not None
+
+
+def peaks_for(name: str) -> dict[str, float] | None:
+    """Match a device name against the peak table (the most specific key wins)."""
+    for key in sorted(PEAKS, key=len, reverse=True):
+        if key.lower() in name.lower():
+            return PEAKS[key]
+    return None
+
+
+def detect(wanted: str = "auto") -> DeviceInfo:
+    """Resolve auto|cuda|npu|cpu to a device that is really here, or raise."""
+    import torch
+
+    kind: DeviceKind
+    if wanted in ("auto", "cuda") and torch.cuda.is_available():
+        kind, name = "cuda", torch.cuda.get_device_name()
+    elif wanted in ("auto", "npu") and _npu_available():
+        kind, name = "npu", str(torch.npu.get_device_name())  # type: ignore[attr-defined]
+    elif wanted in ("auto", "cpu"):
+        kind, name = "cpu", f"CPU ({platform.processor() or platform.machine()}), Triton interpreter"
+    else:
+        raise RuntimeError(f"device {wanted!r} was asked for, but none is available here")
+    peaks = peaks_for(name) if kind != "cpu" else None
+    return DeviceInfo(
+        kind=kind, name=name,
+        peak_gbs=peaks["gbs"] if peaks else None,
+        peak_tflops=peaks["tflops"] if peaks else None,
+    )
+
+
+def _npu_available() -> bool:
+    try:
+        import torch
+        import torch_npu  # noqa: F401
+
+        return bool(torch.npu.is_available())  # type: ignore[attr-defined]
+    except ImportError:
+        return False

@@ -1,0 +1,107 @@
+"""Run generated (untrusted) code in its own killable process group."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+
+STDERR_KEEP = 20_000  # characters of stderr kept for diagnosis
+
+
+class SandboxResult(BaseModel):
+    """What came back from one sandboxed run: the JSON result, never parsed prints."""
+
+    status: str  # the file's own "pass" | "fail" | "error" | "skipped", or "timeout" | "crashed"
+    result: dict[str, Any]
+    returncode: int | None
+    seconds: float
+    stdout_tail: str
+    stderr_tail: str
+
+
+def run_file(
+    files: dict[str, str],
+    entry: str,
+    workdir: Path,
+    *,
+    device: str,
+    timeout_s: float,
+    args: tuple[str, ...] = (),
+) -> SandboxResult:
+    """Write files into a fresh workdir and run `python entry --json result.json` there."""
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    for name, source in files.items():
+        (workdir / name).write_text(source)
+    result_path = workdir / "result.json"
+    env = _environment(workdir, device)
+    command = [sys.executable, entry, "--json", result_path.name, *args]
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, so a timeout kills every child
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        stdout, stderr = process.communicate()
+        return SandboxResult(
+            status="timeout", result={"message": f"{entry} ran past {timeout_s:.0f} s and was killed"},
+            returncode=None, seconds=time.monotonic() - started,
+            stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
+        )
+    seconds = time.monotonic() - started
+    (workdir / "stdout.txt").write_text(stdout)
+    (workdir / "stderr.txt").write_text(stderr)
+    result = _read_result(result_path, stderr)
+    status = result.get("status")
+    return SandboxResult(
+        status=status if status in ("pass", "fail", "error", "skipped") else "crashed",
+        result=result,
+        returncode=process.returncode, seconds=seconds,
+        stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
+    )
+
+
+def _environment(workdir: Path, device: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_", "KERNELGEN_"))}
+    env["TRITON_CACHE_DIR"] = str(workdir / ".triton-cache")
+    env["KERNELGEN_DEVICE"] = device
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _read_result(path: Path, stderr: str) -> dict[str, Any]:
+    if not path.exists():
+        last = stderr.strip().splitlines()[-1:] or ["no output"]
+        return {"message": f"no result file was written: {last[0]}"}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        return {"message": f"the result file is not JSON: {exc}"}
+    return data if isinstance(data, dict) else {"message": "the result file is not a JSON object"}
+

@@ -1,0 +1,134 @@
+"""Refuse a `_triton.py` whose entry point does not really run a Triton kernel."""
+
+from __future__ import annotations
+
+import ast
+
+# torch attributes a wrapper may touch: allocation, metadata, dtypes, devices.
+ALLOWED_TORCH = {
+    "empty", "empty_like", "empty_strided", "broadcast_shapes", "promote_types", "result_type",
+    "Size", "Tensor", "device", "dtype", "float32", "float16", "bfloat16", "float64", "int32",
+    "int64", "is_tensor", "cuda", "npu", "Generator", "manual_seed",
+}
+# Tensor methods that only reshape, move or describe data.
+ALLOWED_METHODS = {
+    "contiguous", "reshape", "view", "dim", "numel", "size", "stride", "element_size",
+    "is_contiguous", "is_floating_point", "data_ptr", "to", "cpu", "double", "float", "item",
+    "flatten", "unsqueeze", "squeeze", "expand", "get", "append", "index", "items", "keys", "values",
+}
+# Methods whose result is again a tensor over the same data.
+TENSOR_VIEWS = {"contiguous", "reshape", "view", "to", "flatten", "unsqueeze", "squeeze", "expand", "cpu"}
+# Tensor methods that compute: using them in the wrapper hands the work to torch.
+COMPUTE_METHODS = {
+    "add", "sub", "mul", "div", "exp", "log", "sqrt", "rsqrt", "relu", "sigmoid", "tanh", "clamp",
+    "abs", "neg", "pow", "sum", "mean", "max", "min", "softmax", "matmul", "mm", "bmm", "addmm",
+    "copy_", "fill_", "add_", "mul_", "where", "erf", "square", "reciprocal", "lerp", "addcmul",
+}
+
+
+class StaticCheckError(ValueError):
+    """The kernel file breaks the contract; the message says where."""
+
+
+def check_triton_file(source: str, entry: str) -> None:
+    """Raise StaticCheckError unless `entry` launches an @triton.jit kernel and leaves math to it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise StaticCheckError(f"the kernel file does not parse: line {exc.lineno}: {exc.msg}") from exc
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    kernels = {name for name, fn in functions.items() if _is_jit(fn)}
+    if not kernels:
+        raise StaticCheckError("no @triton.jit kernel is defined")
+    wrapper = functions.get(entry)
+    if wrapper is None:
+        raise StaticCheckError(f"the entry point {entry}() is not defined at module level")
+    if _is_jit(wrapper):
+        raise StaticCheckError(f"{entry}() must be the Python wrapper, not the kernel itself")
+    launched = _launched_kernels(wrapper, functions)
+    if not launched & kernels:
+        raise StaticCheckError(f"{entry}() never launches a @triton.jit kernel (kernel[grid](...))")
+    for fn in _reachable(wrapper, functions) - {f for f in functions if f in kernels}:
+        _refuse_torch_compute(functions[fn])
+
+
+def _is_jit(fn: ast.FunctionDef) -> bool:
+    for deco in fn.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if isinstance(target, ast.Attribute) and target.attr in ("jit", "autotune", "heuristics"):
+            return True
+    return False
+
+
+def _reachable(root: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> set[str]:
+    """Return the module functions the wrapper calls, directly or not (itself included)."""
+    seen = {root.name}
+    stack = [root]
+    while stack:
+        for node in ast.walk(stack.pop()):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name in functions and name not in seen:
+                    seen.add(name)
+                    stack.append(functions[name])
+    return seen
+
+
+def _launched_kernels(root: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> set[str]:
+    launched = set()
+    for name in _reachable(root, functions):
+        for node in ast.walk(functions[name]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+                value = node.func.value
+                if isinstance(value, ast.Name):
+                    launched.add(value.id)
+    return launched
+
+
+def _refuse_torch_compute(fn: ast.FunctionDef) -> None:
+    tensors = _tensor_names(fn)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "torch" and node.attr not in ALLOWED_TORCH:
+                raise StaticCheckError(
+                    f"{fn.name}() calls torch.{node.attr} (line {node.lineno}): the kernel must do the work"
+                )
+            if node.value.id in ("F", "functional", "nn"):
+                raise StaticCheckError(
+                    f"{fn.name}() uses {node.value.id}.{node.attr} (line {node.lineno}): the kernel must do the work"
+                )
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in COMPUTE_METHODS and not _is_module_call(node.func):
+                raise StaticCheckError(
+                    f"{fn.name}() computes with .{node.func.attr}() (line {node.lineno}): the kernel must do the work"
+                )
+        if isinstance(node, (ast.BinOp, ast.AugAssign)):
+            operands = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
+            named = [o.id for o in operands if isinstance(o, ast.Name) and o.id in tensors]
+            if named:
+                raise StaticCheckError(
+                    f"{fn.name}() does arithmetic on the tensor {named[0]} (line {node.lineno}): "
+                    "the kernel must do the work"
+                )
+
+def _is_module_call(func: ast.Attribute) -> bool:
+    """Tell module functions such as triton.cdiv from tensor methods."""
+    return isinstance(func.value, ast.Name) and func.value.id in ("triton", "tl", "math", "os", "sys")
+
+
+def _tensor_names(fn: ast.FunctionDef) -> set[str]:
+    """Collect names that hold tensors: Tensor-annotated parameters and what is derived from them."""
+    names = {
+        a.arg for a in fn.args.args + fn.args.kwonlyargs
+        if a.annotation is not None and "Tensor" in ast.unparse(a.annotation)
+    }
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            derived = isinstance(func, ast.Attribute) and (
+                (isinstance(func.value, ast.Name) and func.value.id in names and func.attr in TENSOR_VIEWS) or
+                (isinstance(func.value, ast.Name) and func.value.id == "torch" and func.attr.startswith("empty"))
+            )
+            if derived:
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names

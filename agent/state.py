@@ -1,0 +1,71 @@
+"""The graph state of one job, and the record of one round."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel
+
+from agent.generators.base import KernelFiles, LaunchConfig
+from agent.runtime.devices import DeviceInfo
+from agent.spec import OpSpec
+
+JobStatus = Literal["running", "verified", "failed", "rejected"]
+RoundEditType = Literal["initial", "parameter", "interface", "logic"]
+
+
+class JobRequest(BaseModel):
+    """What the caller asked for: the spec text and the run options."""
+
+    spec_text: str
+    out_dir: str
+    device: str = "auto"
+    rounds: int | None = None  # overrides the spec's max rounds
+    target_speedup: float | None = None  # overrides the spec's target
+    initial_config: LaunchConfig | None = None  # start from a given (even poor) configuration
+
+
+class Proposal(BaseModel):
+    """The change diagnosis asks for next."""
+
+    config: LaunchConfig
+    reason: str
+
+
+class RoundRecord(BaseModel):
+    """One measured version: what changed, how it did, whether it was kept."""
+
+    index: int
+    edit_type: RoundEditType
+    config: LaunchConfig
+    reason: str
+    accuracy_status: str
+    accuracy: dict[str, Any] = {}
+    performance_status: str = "not run"
+    performance: dict[str, Any] = {}
+    speedup: float | None = None
+    pct_of_copy: float | None = None
+    accepted: bool = False
+    verdict: str = ""
+    triton_source: str = ""
+    diff: str = ""
+
+
+class JobState(TypedDict, total=False):
+    """Everything the nodes pass along; nodes return the keys they change."""
+
+    job_id: int
+    request: JobRequest
+    spec: OpSpec
+    device: DeviceInfo
+    definition: str
+    files: KernelFiles  # the version under test
+    best_files: KernelFiles  # the best verified version so far
+    pending: RoundRecord  # the round being measured
+    rounds: list[RoundRecord]
+    best_round: int | None
+    proposal: Proposal | None
+    tried: list[str]  # config labels already tried or refused
+    refusals: list[str]
+    status: JobStatus
+    message: str

@@ -1,0 +1,104 @@
+"""The `kernelgen` command line."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.generators.base import LaunchConfig
+from agent.state import JobRequest, JobState
+from kernelgen.settings import Settings
+
+app = typer.Typer(help="Turn a plain-language operator spec into a verified Triton kernel.", no_args_is_help=True)
+console = Console()
+
+
+@app.callback()
+def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug details.")] = False) -> None:
+    """KernelGen command line."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING)
+
+
+@app.command()
+def run(
+    spec: Annotated[str | None, typer.Argument(help="The operator spec, in English or Chinese.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the spec (or a task book) from a file.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder [default: kernelgen_out/<op>].")] = None,
+    device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
+    rounds: Annotated[int | None, typer.Option(help="Max optimization rounds (1-5).")] = None,
+    target_speedup: Annotated[float | None, typer.Option(help="Speedup over eager PyTorch to aim for.")] = None,
+    initial_block_size: Annotated[int | None, typer.Option(help="Start from this BLOCK_SIZE.")] = None,
+    initial_num_warps: Annotated[int | None, typer.Option(help="Start from this num_warps.")] = None,
+) -> None:
+    """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel."""
+    from agent.parsing import split_tasks
+    from agent.runner import run_job
+
+    if device not in ("auto", "cuda", "npu", "cpu"):
+        raise typer.BadParameter("device must be auto, cuda, npu or cpu", param_hint="--device")
+    if (spec is None) == (file is None):
+        raise typer.BadParameter("give the spec text or --file, not both and not neither")
+    text = file.read_text(encoding="utf-8") if file is not None else str(spec)
+    initial = None
+    if initial_block_size or initial_num_warps:
+        initial = LaunchConfig(block_size=initial_block_size or 1024, num_warps=initial_num_warps or 4)
+    tasks = split_tasks(text)
+    settings = Settings()
+    failures = 0
+    for index, task in enumerate(tasks):
+        if len(tasks) > 1:
+            console.rule(f"task {index + 1} of {len(tasks)}")
+        folder = out if out is not None and len(tasks) == 1 else None
+        target = str(folder or (out or Path("kernelgen_out")) / _folder_name(task, index))
+        request = JobRequest(
+            spec_text=task, out_dir=target, device=device, rounds=rounds,
+            target_speedup=target_speedup, initial_config=initial,
+        )
+        final = run_job(request, settings, _print_stage)
+        _print_summary(final)
+        failures += final.get("status") != "verified"
+    raise typer.Exit(code=1 if failures else 0)
+
+
+def _folder_name(task: str, index: int) -> str:
+    """Name an output folder before the spec is parsed (the op name when the text gives one)."""
+    from agent.parsing import parse_requirements
+    from agent.spec import SpecError
+
+    try:
+        return parse_requirements(task).name
+    except (SpecError, ValueError):
+        return f"task_{index + 1}"
+
+
+def _print_stage(stage: str, message: str) -> None:
+    console.print(f"[bold cyan]{stage:>12}[/] {message}", highlight=False)
+
+
+def _print_summary(final: JobState) -> None:
+    status = final.get("status", "failed")
+    if status == "rejected":
+        console.print(f"[bold red]rejected[/]: {final.get('message', '')}", highlight=False)
+        console.print("No kernel was written.")
+        return
+    table = Table(title=f"{final['spec'].name}: {status}")
+    for column in ("round", "edit", "config", "accuracy", "speedup", "GB/s", "% of copy", "kept"):
+        table.add_column(column)
+    for r in final.get("rounds", []):
+        cases = r.performance.get("cases", [])
+        gbs = min((c["gbs"] for c in cases), default=None)
+        table.add_row(
+            str(r.index), r.edit_type, r.config.label(), r.accuracy_status,
+            f"x{r.speedup:.3f}" if r.speedup else r.performance_status,
+            f"{gbs:.0f}" if gbs else "-", f"{r.pct_of_copy:.1f}" if r.pct_of_copy else "-",
+            "best" if r.index == final.get("best_round") else ("yes" if r.accepted else "no"),
+        )
+    console.print(table)
+    console.print(final.get("message", ""), highlight=False)
+    console.print(f"Output: {final['request'].out_dir}", highlight=False)

@@ -1,0 +1,1 @@
+"""Jobs, rounds and artifacts, kept in SQLite or PostgreSQL through SQLModel."""

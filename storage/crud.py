@@ -1,0 +1,78 @@
+"""Write and read jobs, rounds and artifacts."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+from sqlmodel import Session, select
+
+from storage.models import Artifact, Job, Round
+
+
+def create_job(engine: Engine, spec_text: str, out_dir: str) -> int:
+    """Insert a running job and return its id."""
+    with Session(engine) as session:
+        job = Job(spec_text=spec_text, out_dir=out_dir)
+        session.add(job)
+        session.commit()
+        session.refresh(job)
+        assert job.id is not None
+        return job.id
+
+
+def update_job(engine: Engine, job_id: int, **fields: object) -> None:
+    """Set fields of a job and touch its update time."""
+    with Session(engine) as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise KeyError(f"job {job_id} does not exist")
+        for key, value in fields.items():
+            setattr(job, key, value)
+        job.updated_at = datetime.now(UTC)
+        session.add(job)
+        session.commit()
+
+
+def add_round(engine: Engine, job_id: int, round_row: Round) -> None:
+    """Insert a round of a job."""
+    with Session(engine) as session:
+        round_row.job_id = job_id
+        session.add(round_row)
+        session.commit()
+
+
+def save_artifact(engine: Engine, job_id: int, name: str, content: str, round_index: int | None = None) -> None:
+    """Insert or replace an artifact of a job (by name and round)."""
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    with Session(engine) as session:
+        existing = session.exec(
+            select(Artifact).where(
+                Artifact.job_id == job_id, Artifact.name == name, Artifact.round_index == round_index
+            )
+        ).first()
+        if existing is not None:
+            existing.content, existing.sha256 = content, digest
+            session.add(existing)
+        else:
+            session.add(Artifact(job_id=job_id, name=name, content=content, sha256=digest, round_index=round_index))
+        session.commit()
+
+
+def get_job(engine: Engine, job_id: int) -> Job | None:
+    """Return a job by id."""
+    with Session(engine) as session:
+        return session.get(Job, job_id)
+
+
+def list_rounds(engine: Engine, job_id: int) -> list[Round]:
+    """Return a job's rounds in order."""
+    with Session(engine) as session:
+        return list(session.exec(select(Round).where(Round.job_id == job_id).order_by(Round.index)))
+
+
+def list_artifacts(engine: Engine, job_id: int) -> list[Artifact]:
+    """Return a job's artifacts."""
+    with Session(engine) as session:
+        return list(session.exec(select(Artifact).where(Artifact.job_id == job_id)))

@@ -1,0 +1,88 @@
+"""Table models and their public shapes (Base / Public / table=True families)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlmodel import Field, SQLModel
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class JobBase(SQLModel):
+    """What identifies a job and how it ended."""
+
+    spec_text: str
+    op_name: str | None = Field(default=None, index=True)
+    status: str = Field(default="running", index=True)
+    device: str | None = None
+    out_dir: str
+    message: str = ""
+    best_round: int | None = None
+    spec_json: str | None = None
+
+
+class Job(JobBase, table=True):
+    """A job row."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=_now)
+    updated_at: datetime = Field(default_factory=_now)
+
+
+class JobPublic(JobBase):
+    """A job as the outside world sees it."""
+
+    id: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class RoundBase(SQLModel):
+    """One measured version of a job's kernel."""
+
+    index: int
+    edit_type: str
+    config: str
+    reason: str = ""
+    accuracy_status: str
+    performance_status: str
+    speedup: float | None = None
+    pct_of_copy: float | None = None
+    accepted: bool = False
+    verdict: str = ""
+    figures_json: str = "{}"
+
+
+class Round(RoundBase, table=True):
+    """A round row."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: int = Field(foreign_key="job.id", index=True)
+    created_at: datetime = Field(default_factory=_now)
+
+
+class RoundPublic(RoundBase):
+    """A round as the outside world sees it."""
+
+    id: int
+    job_id: int
+
+
+class ArtifactBase(SQLModel):
+    """A file a job produced; round_index None for job-level files."""
+
+    name: str
+    round_index: int | None = None
+    content: str
+    sha256: str
+
+
+class Artifact(ArtifactBase, table=True):
+    """An artifact row (the content is kept in the database, so nothing is lost with the folder)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: int = Field(foreign_key="job.id", index=True)
+    created_at: datetime = Field(default_factory=_now)
