@@ -1,0 +1,29 @@
+"""Helpers for tests that import generated kernels (in the interpreter)."""
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from agent.generators.base import KernelFiles
+
+_counter = itertools.count()
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def load_triton_module(files: KernelFiles, folder: Path) -> ModuleType:
+    """Write the four files and import `<op>_triton.py` under a unique module name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, source in files.files.items():
+        (folder / name).write_text(source)
+    path = folder / files.name_of("triton")
+    unique = f"generated_{next(_counter)}_{files.op}"
+    spec = importlib.util.spec_from_file_location(unique, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[unique] = module
+    spec.loader.exec_module(module)
+    return module

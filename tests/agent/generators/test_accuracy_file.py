@@ -1,0 +1,45 @@
+"""The generated accuracy test catches broken kernels, including unwritten outputs."""
+
+from pathlib import Path
+
+import pytest
+
+from agent.generators.base import LaunchConfig
+from agent.generators.offline.elementwise import ElementwiseGenerator
+from agent.runtime.sandbox import run_file
+from agent.spec import OpSpec, TensorSpec
+
+SPEC = OpSpec(name="bias_gelu", formula="gelu(x + bias)", inputs=[
+    TensorSpec(name="x", shapes=[[37, 129]], dtypes=["float16"]),
+    TensorSpec(name="bias", shapes=[[129]], dtypes=["float16"]),
+])
+
+
+def _accuracy(files: dict[str, str], workdir: Path) -> dict:
+    result = run_file(files, "bias_gelu_accuracy.py", workdir, device="cpu", timeout_s=300)
+    return {"status": result.status, **result.result}
+
+
+def test_correct_kernel_passes_every_case(tmp_path: Path) -> None:
+    files = ElementwiseGenerator().generate(SPEC, LaunchConfig()).files
+    result = _accuracy(files, tmp_path)
+    assert result["status"] == "pass"
+    assert result["cases_run"] >= 6 and result["cases_failed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("original", "broken"),
+    [
+        ("mask = offsets < n_elements", "mask = offsets < n_elements - 1"),  # last element never written
+        ("out = 0.5 * t0", "out = 0.45 * t0"),  # wrong math
+        ("(offsets // bias_inner0) % bias_size0", "(offsets // bias_inner0) % (bias_size0 - 1)"),  # wrong broadcast
+    ],
+)
+def test_broken_kernel_fails_accuracy(original: str, broken: str, tmp_path: Path) -> None:
+    files = dict(ElementwiseGenerator().generate(SPEC, LaunchConfig()).files)
+    source = files["bias_gelu_triton.py"]
+    assert original in source
+    files["bias_gelu_triton.py"] = source.replace(original, broken)
+    result = _accuracy(files, tmp_path)
+    assert result["status"] == "fail"
+    assert result["cases_failed"] > 0

@@ -1,0 +1,58 @@
+"""Generated code runs in its own process group; results come back only as JSON."""
+
+import os
+import time
+from pathlib import Path
+
+from agent.runtime.sandbox import run_file
+
+WRITES_JSON = '''
+import json, os, sys
+with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+    json.dump({"status": "pass", "cwd": os.getcwd(), "cache": os.environ["TRITON_CACHE_DIR"],
+               "interpret": os.environ.get("TRITON_INTERPRET")}, f)
+print('{"status": "fail"}')  # prints are never parsed
+'''
+
+SPAWNS_AND_HANGS = '''
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open("child.pid", "w").write(str(child.pid))
+time.sleep(600)
+'''
+
+
+def test_result_comes_from_the_json_file_in_a_private_workdir(tmp_path: Path) -> None:
+    result = run_file({"probe.py": WRITES_JSON}, "probe.py", tmp_path / "w", device="cpu", timeout_s=60)
+    assert result.status == "pass"
+    assert Path(result.result["cwd"]) == (tmp_path / "w").resolve()
+    assert result.result["cache"] == str(tmp_path / "w" / ".triton-cache")
+    assert result.result["interpret"] == "1"
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run_file({"hang.py": SPAWNS_AND_HANGS}, "hang.py", tmp_path / "w", device="cpu", timeout_s=3)
+    assert result.status == "timeout"
+    assert time.monotonic() - started < 30
+    child = int((tmp_path / "w" / "child.pid").read_text())
+    time.sleep(0.5)
+    assert not _alive(child), "the grandchild survived the timeout"
+
+
+def test_a_crash_keeps_stderr_for_diagnosis(tmp_path: Path) -> None:
+    result = run_file({"crash.py": "raise RuntimeError('kernel exploded')"}, "crash.py", tmp_path / "w",
+                      device="cpu", timeout_s=60)
+    assert result.status == "crashed"
+    assert "kernel exploded" in result.stderr_tail
+    assert "kernel exploded" in result.result["message"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "zombie" not in status.read_text()
