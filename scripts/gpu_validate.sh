@@ -8,7 +8,7 @@ rounds=${2:-3}
 set_name=${3:-main}
 mkdir -p "$out"
 if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl .whl/fallback/*.whl \
     && export PYTHONPATH=/tmp/site:$PWD || exit 1
 else
   export PYTHONPATH=$PWD

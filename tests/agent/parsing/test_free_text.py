@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from parsing_helpers import inputs_of, same_formula
 
 from agent.parsing import parse_requirements
 from agent.spec import DEFAULT_TOLERANCES
-
-from .helpers import inputs_of, same_formula
 
 
 def test_relu_on_named_tensor() -> None:
@@ -52,7 +51,8 @@ def test_scalar_parameter_from_with_clause() -> None:
         "y = residual + alpha * y_in with alpha = 0.5, residual and y_in float16 [2048, 1024]"
     )
     assert same_formula(spec, "residual + alpha * y_in")
-    assert inputs_of(spec) == [("residual", [[2048, 1024]], ["float16"]), ("y_in", [[2048, 1024]], ["float16"])]
+    assert inputs_of(spec) == [
+        ("residual", [[2048, 1024]], ["float16"]), ("y_in", [[2048, 1024]], ["float16"])]
     assert [(p.name, p.value) for p in spec.params] == [("alpha", 0.5)]
     assert spec.output == "y"
 
@@ -66,7 +66,8 @@ def test_per_channel_indexing_aligns_to_channel_dim() -> None:
 
 
 def test_per_channel_wording() -> None:
-    spec = parse_requirements("per-channel scale and shift of x NCHW [8, 64, 56, 56] fp32, scale and shift [64]")
+    spec = parse_requirements(
+        "per-channel scale and shift of x NCHW [8, 64, 56, 56] fp32, scale and shift [64]")
     assert same_formula(spec, "x * scale + shift")
     assert {t.name: t.align for t in spec.inputs} == {"x": None, "scale": 1, "shift": 1}
 
@@ -125,3 +126,13 @@ def test_binary_phrase_combines_both_inputs() -> None:
     spec = parse_requirements("elementwise maximum of x and y, x [16, 32] fp32, y [32]")
     assert same_formula(spec, "maximum(x, y)")
     assert inputs_of(spec) == [("x", [[16, 32]], ["float32"]), ("y", [[32]], ["float32"])]
+
+
+def test_context_words_are_not_mistaken_for_reductions() -> None:
+    spec = parse_requirements("fused bias add + gelu to reduce memory traffic, x [64, 64] fp16, bias [64]")
+    assert same_formula(spec, "gelu(x + bias)")
+
+
+def test_input_named_like_a_reduction_is_still_elementwise() -> None:
+    spec = parse_requirements("out = (x - running_mean) * rstd, x [8, 64] fp32, running_mean and rstd [64]")
+    assert [t.name for t in spec.inputs] == ["x", "running_mean", "rstd"]
