@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.ops import Function, lookup, unary_names
@@ -44,7 +45,7 @@ _BINOPS: dict[type[ast.operator], str] = {
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 # Python equivalents used to fold calls whose arguments are all numbers.
-_FOLD = {
+_FOLD: dict[str, Callable[..., float]] = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b, "neg": lambda a: -a, "sqrt": math.sqrt, "exp": math.exp,
     "log": math.log, "tanh": math.tanh, "abs": abs, "reciprocal": lambda a: 1.0 / a,
@@ -113,7 +114,9 @@ def _power(base: Expr, exponent: Expr, text: str) -> Expr:
         result: Expr = base
         for _ in range(int(abs(value)) - 1):
             result = Call("mul", (result, base))
-        return _folded(Call("reciprocal", (result,)), text) if value < 0 else _folded(result, text)
+        if value < 0:
+            return _folded(Call("reciprocal", (result,)), text)
+        return result
     raise FormulaError(f"in {text!r} only integer powers up to {_MAX_POWER} and ±0.5 are supported")
 
 

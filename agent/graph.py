@@ -20,7 +20,7 @@ from agent.nodes.requirements import requirements
 from agent.state import JobState
 
 
-def build_graph() -> CompiledStateGraph:
+def build_graph() -> CompiledStateGraph[JobState, JobContext, JobState, JobState]:
     """Build the job graph: spec → definition → files → test → measure → log → diagnose → edit ↺."""
     graph = StateGraph(JobState, context_schema=JobContext)
     for node in (requirements, definition, generate, accuracy, performance, log, diagnose, edit, classify,

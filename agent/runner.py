@@ -27,7 +27,9 @@ def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str]
     )
     initial: dict[str, Any] = {"job_id": job_id, "request": request}
     try:
-        final = build_graph().invoke(initial, context=context, config={"recursion_limit": RECURSION_LIMIT})
+        final = build_graph().invoke(
+            initial, context=context, config={"recursion_limit": RECURSION_LIMIT}  # type: ignore[call-overload]
+        )
     except Exception as exc:  # keep the job row truthful, then let the caller report it
         crud.update_job(engine, job_id, status="failed", message=f"{type(exc).__name__}: {exc}")
         raise

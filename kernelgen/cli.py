@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -28,8 +27,8 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debu
 @app.command()
 def run(
     spec: Annotated[str | None, typer.Argument(help="The operator spec, in English or Chinese.")] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the spec (or a task book) from a file.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder [default: kernelgen_out/<op>].")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the spec or a task book.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder [kernelgen_out/<op>].")] = None,
     device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
     rounds: Annotated[int | None, typer.Option(help="Max optimization rounds (1-5).")] = None,
     target_speedup: Annotated[float | None, typer.Option(help="Speedup over eager PyTorch to aim for.")] = None,

@@ -69,7 +69,7 @@ def get_job(engine: Engine, job_id: int) -> Job | None:
 def list_rounds(engine: Engine, job_id: int) -> list[Round]:
     """Return a job's rounds in order."""
     with Session(engine) as session:
-        return list(session.exec(select(Round).where(Round.job_id == job_id).order_by(Round.index)))
+        return list(session.exec(select(Round).where(Round.job_id == job_id).order_by(Round.index)))  # type: ignore[arg-type]
 
 
 def list_artifacts(engine: Engine, job_id: int) -> list[Artifact]:

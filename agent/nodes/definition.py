@@ -9,7 +9,6 @@ from langgraph.runtime import Runtime
 from agent.analysis import analyse
 from agent.context import JobContext
 from agent.documents import render
-from agent.generators.base import LaunchConfig
 from agent.output import write_artifact
 from agent.runtime.devices import detect
 from agent.state import JobState

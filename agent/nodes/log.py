@@ -22,7 +22,8 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     """Decide whether the round is kept, then write it to the folder and the database."""
     ctx, spec, pending = runtime.context, state["spec"], state["pending"]
     rounds = list(state.get("rounds", []))
-    best = rounds[state["best_round"]] if state.get("best_round") is not None else None
+    best_index = state.get("best_round")
+    best = rounds[best_index] if best_index is not None else None
     accepted, verdict = _judge(pending, best)
     record = pending.model_copy(update={"accepted": accepted, "verdict": verdict})
     rounds.append(record)

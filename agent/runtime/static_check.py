@@ -113,7 +113,8 @@ def _refuse_torch_compute(fn: ast.FunctionDef) -> None:
 
 def _is_module_call(func: ast.Attribute) -> bool:
     """Tell module functions such as triton.cdiv from tensor methods."""
-    return isinstance(func.value, ast.Name) and func.value.id in ("triton", "tl", "math", "os", "sys", "torch", "F", "nn")
+    modules = ("triton", "tl", "math", "os", "sys", "torch", "F", "nn")
+    return isinstance(func.value, ast.Name) and func.value.id in modules
 
 
 def _tensor_names(fn: ast.FunctionDef) -> set[str]:

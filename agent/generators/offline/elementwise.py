@@ -92,7 +92,6 @@ class ElementwiseGenerator:
             "call_args": ", ".join(
                 [t.name for t in spec.inputs] + [spec.output] + [f"float({p.name})" for p in spec.params]
             ),
-            "promote": self._promote([t.name for t in spec.inputs]),
             "spec_cases": _pretty(spec.shape_cases()),
             "edge_cases": _pretty(edge_cases(spec)),
             "dtype_cases": _pretty(spec.dtype_cases()),
@@ -134,13 +133,6 @@ class ElementwiseGenerator:
         parts = [f"{t.name}: torch.Tensor" for t in spec.inputs]
         parts += [f"{p.name}: float = {p.value!r}" for p in spec.params]
         return ", ".join(parts)
-
-    @staticmethod
-    def _promote(names: list[str]) -> str:
-        expr = f"{names[0]}.dtype"
-        for name in names[1:]:
-            expr = f"torch.promote_types({expr}, {name}.dtype)"
-        return expr
 
 
 def _pretty(value: object) -> str:

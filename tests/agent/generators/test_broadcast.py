@@ -17,7 +17,8 @@ def test_offsets_match_torch_broadcasting(shape: tuple[int, ...], out_shape: tup
     source = torch.arange(torch.Size(shape).numel()).reshape(shape)
     expected = source.expand(out_shape).flatten()
     flat = torch.arange(torch.Size(out_shape).numel())
-    offsets = sum(((flat // inner) % size) * stride for inner, size, stride in zip(values[::3], values[1::3], values[2::3], strict=True))
+    triples = zip(values[::3], values[1::3], values[2::3], strict=True)
+    offsets = sum(((flat // inner) % size) * stride for inner, size, stride in triples)
     assert torch.equal(source.flatten()[offsets], expected)
 
 

@@ -97,7 +97,9 @@ def _check(text: str, expected: Callable[..., torch.Tensor], tmp_path: Path) -> 
         assert got.shape == want.shape, (text, shapes)
         assert got.dtype == inputs[0].dtype
         assert torch.isfinite(got).all()
-        torch.testing.assert_close(got.double(), want, rtol=tolerance.rtol, atol=tolerance.atol, msg=lambda m: f"{text} {shapes} {dtypes}: {m}")
+        where = f"{text} {shapes} {dtypes}"
+        torch.testing.assert_close(got.double(), want, rtol=tolerance.rtol, atol=tolerance.atol,
+                                   msg=lambda m, where=where: f"{where}: {m}")
         checked += 1
     assert checked >= 2
 
