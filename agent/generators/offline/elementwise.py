@@ -88,7 +88,9 @@ class ElementwiseGenerator:
             "body": to_triton_statements(expr, spec.output),
             "torch_expr": to_torch(expr),
             "signature": self._signature(spec),
-            "named_inputs": "".join(f'("{t.name}", {t.name}), ' for t in spec.inputs).rstrip(" "),
+            "named_inputs": _tuple([f'("{t.name}", {t.name})' for t in spec.inputs]),
+            "shapes_tuple": _tuple([f"tuple({t.name}.shape)" for t in spec.inputs]),
+            "dtypes_tuple": _tuple([f"{t.name}.dtype" for t in spec.inputs]),
             "call_args": ", ".join(
                 [t.name for t in spec.inputs] + [spec.output] + [f"float({p.name})" for p in spec.params]
             ),
@@ -133,6 +135,11 @@ class ElementwiseGenerator:
         parts = [f"{t.name}: torch.Tensor" for t in spec.inputs]
         parts += [f"{p.name}: float = {p.value!r}" for p in spec.params]
         return ", ".join(parts)
+
+
+def _tuple(items: list[str]) -> str:
+    """Render a tuple literal (with the trailing comma a single item needs)."""
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _pretty(value: object) -> str:
