@@ -142,7 +142,6 @@ def _call(node: ast.Call, text: str) -> Expr:
         raise FormulaError(f"{fn.name} got too many arguments in {text!r}")
     kwargs = dict(zip(param_names, extra, strict=False))
     for key, value in keywords.items():
-        key = {"negative_slope": "negative_slope", "min_val": "min_val", "max_val": "max_val"}.get(key, key)
         if key not in param_names:
             raise FormulaError(f"{fn.name} has no parameter {key!r} in {text!r}")
         kwargs[key] = value

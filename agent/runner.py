@@ -19,7 +19,7 @@ RECURSION_LIMIT = 100
 def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str], None]) -> JobState:
     """Create the job row, run the graph to the end and return the final state."""
     engine = make_engine(settings.database_url)
-    job_id = crud.create_job(engine, request.spec_text, request.out_dir)
+    job_id = crud.create_job(engine, request.spec_text, request.out_dir or request.out_root)
     context = JobContext(
         engine=engine, work_dir=settings.work_dir,
         accuracy_timeout_s=settings.accuracy_timeout_s, performance_timeout_s=settings.performance_timeout_s,

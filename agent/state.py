@@ -18,7 +18,8 @@ class JobRequest(BaseModel):
     """What the caller asked for: the spec text and the run options."""
 
     spec_text: str
-    out_dir: str
+    out_dir: str | None = None  # the output folder; None puts it at out_root/<op name>
+    out_root: str = "kernelgen_out"
     device: str = "auto"
     rounds: int | None = None  # overrides the spec's max rounds
     target_speedup: float | None = None  # overrides the spec's target
@@ -56,6 +57,7 @@ class JobState(TypedDict, total=False):
 
     job_id: int
     request: JobRequest
+    out_dir: str  # resolved once the op name is known
     spec: OpSpec
     device: DeviceInfo
     definition: str

@@ -53,27 +53,16 @@ def run(
     for index, task in enumerate(tasks):
         if len(tasks) > 1:
             console.rule(f"task {index + 1} of {len(tasks)}")
-        folder = out if out is not None and len(tasks) == 1 else None
-        target = str(folder or (out or Path("kernelgen_out")) / _folder_name(task, index))
+        single = out is not None and len(tasks) == 1
         request = JobRequest(
-            spec_text=task, out_dir=target, device=device, rounds=rounds,
+            spec_text=task, out_dir=str(out) if single else None, out_root=str(out or "kernelgen_out"),
+            device=device, rounds=rounds,
             target_speedup=target_speedup, initial_config=initial,
         )
         final = run_job(request, settings, _print_stage)
         _print_summary(final)
         failures += final.get("status") != "verified"
     raise typer.Exit(code=1 if failures else 0)
-
-
-def _folder_name(task: str, index: int) -> str:
-    """Name an output folder before the spec is parsed (the op name when the text gives one)."""
-    from agent.parsing import parse_requirements
-    from agent.spec import SpecError
-
-    try:
-        return parse_requirements(task).name
-    except (SpecError, ValueError):
-        return f"task_{index + 1}"
 
 
 def _print_stage(stage: str, message: str) -> None:
@@ -100,4 +89,4 @@ def _print_summary(final: JobState) -> None:
         )
     console.print(table)
     console.print(final.get("message", ""), highlight=False)
-    console.print(f"Output: {final['request'].out_dir}", highlight=False)
+    console.print(f"Output: {final['out_dir']}", highlight=False)

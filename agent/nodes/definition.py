@@ -29,7 +29,7 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         request_text=request.spec_text.strip(), config=config,
         out_shapes=", ".join(dict.fromkeys(str(c.out_shape) for c in analysis.cases)),
     )
-    write_artifact(ctx.engine, state["job_id"], request.out_dir, "definition.md", text)
+    write_artifact(ctx.engine, state["job_id"], state["out_dir"], "definition.md", text)
     bound = min(c.bound_ms for c in analysis.cases)
     ctx.report("definition", f"{device.kind} ({device.name}); memory-bound, best case bound {bound:.4f} ms")
     return {"device": device, "definition": text}

@@ -22,7 +22,7 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     if status == "rejected" or "spec" not in state:
         crud.update_job(ctx.engine, job_id, status="rejected", message=state.get("message", ""))
         return {"status": "rejected"}
-    out_dir = state["request"].out_dir
+    out_dir = state["out_dir"]
     best_files = state.get("best_files")
     if best_files is not None:
         for name, source in best_files.files.items():

@@ -27,7 +27,7 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     accepted, verdict = _judge(pending, best)
     record = pending.model_copy(update={"accepted": accepted, "verdict": verdict})
     rounds.append(record)
-    out_dir, job_id = state["request"].out_dir, state["job_id"]
+    out_dir, job_id = state["out_dir"], state["job_id"]
     files = state["files"]
     write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
                    files.source("triton"), record.index)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -31,5 +32,9 @@ def requirements(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any
         return {"status": "rejected", "message": str(exc)}
     inputs = ", ".join(f"{t.name} {t.shapes} {'/'.join(t.dtypes)}" for t in spec.inputs)
     ctx.report("requirements", f"{spec.name}: {spec.output} = {spec.formula}; {inputs}")
-    crud.update_job(ctx.engine, state["job_id"], op_name=spec.name, spec_json=spec.model_dump_json())
-    return {"spec": spec, "status": "running", "rounds": [], "tried": [], "refusals": [], "best_round": None}
+    out_dir = request.out_dir or str(Path(request.out_root) / spec.name)
+    crud.update_job(ctx.engine, state["job_id"], op_name=spec.name, spec_json=spec.model_dump_json(), out_dir=out_dir)
+    return {
+        "spec": spec, "out_dir": out_dir, "status": "running",
+        "rounds": [], "tried": [], "refusals": [], "best_round": None,
+    }

@@ -113,14 +113,19 @@ _SPEEDUP = (
 )
 
 
-def speedup_spans(text: str) -> list[tuple[int, int, float]]:
-    """List (start, end, value) for every target-speedup statement in text."""
+def _spans(patterns: tuple[re.Pattern[str], ...], text: str) -> list[tuple[int, int, float]]:
+    """List (start, end, value) for every match of the patterns, the first pattern winning overlaps."""
     found: list[tuple[int, int, float]] = []
-    for pattern in _SPEEDUP:
+    for pattern in patterns:
         for m in pattern.finditer(text):
             if not any(s <= m.start() < e for s, e, _ in found):
                 found.append((m.start(), m.end(), float(m.group(1))))
     return sorted(found)
+
+
+def speedup_spans(text: str) -> list[tuple[int, int, float]]:
+    """List (start, end, value) for every target-speedup statement in text."""
+    return _spans(_SPEEDUP, text)
 
 
 def find_speedup(text: str, fields: list[FieldLine]) -> float | None:
@@ -150,12 +155,7 @@ _ROUNDS = (
 
 def rounds_spans(text: str) -> list[tuple[int, int, float]]:
     """List (start, end, value) for every optimization-rounds statement in text."""
-    found: list[tuple[int, int, float]] = []
-    for pattern in _ROUNDS:
-        for m in pattern.finditer(text):
-            if not any(s <= m.start() < e for s, e, _ in found):
-                found.append((m.start(), m.end(), float(m.group(1))))
-    return sorted(found)
+    return _spans(_ROUNDS, text)
 
 
 def find_rounds(text: str) -> int | None:

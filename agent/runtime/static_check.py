@@ -10,12 +10,6 @@ ALLOWED_TORCH = {
     "Size", "Tensor", "device", "dtype", "float32", "float16", "bfloat16", "float64", "int32",
     "int64", "is_tensor", "cuda", "npu", "Generator", "manual_seed",
 }
-# Tensor methods that only reshape, move or describe data.
-ALLOWED_METHODS = {
-    "contiguous", "reshape", "view", "dim", "numel", "size", "stride", "element_size",
-    "is_contiguous", "is_floating_point", "data_ptr", "to", "cpu", "double", "float", "item",
-    "flatten", "unsqueeze", "squeeze", "expand", "get", "append", "index", "items", "keys", "values",
-}
 # Methods whose result is again a tensor over the same data.
 TENSOR_VIEWS = {"contiguous", "reshape", "view", "to", "flatten", "unsqueeze", "squeeze", "expand", "cpu"}
 # Tensor methods that compute: using them in the wrapper hands the work to torch.

@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 
 from agent.expr import flops, helpers, parse_formula, positive_names, to_torch, to_triton_statements
-from agent.generators.base import KernelFiles, LaunchConfig
+from agent.generators.base import FILE_ROLES, KernelFiles, LaunchConfig
 from agent.generators.offline.broadcast import broadcast_runs, count_runs
 from agent.ops import TRITON_HELPERS
 from agent.runtime.devices import PEAKS
@@ -46,7 +46,7 @@ class ElementwiseGenerator:
         env = _environment()
         files = {
             f"{spec.name}_{role}.py": env.get_template(f"{role}.py.j2").render(**context)
-            for role in ("triton", "baseline", "accuracy", "performance")
+            for role in FILE_ROLES
         }
         return KernelFiles(op=spec.name, files=files, config=config)
 

@@ -52,7 +52,7 @@ BOOK = """# 第二批 Pointwise 算子
 
 - 应用场景：卷积网络与 Transformer 的激活层
 """
-SHARED_BOOK = Path("/work/shared/taskbooks/pointwise-ops-taskbook.zh.md")
+SHARED_BOOK = Path(__file__).resolve().parents[4] / "shared" / "taskbooks" / "pointwise-ops-taskbook.zh.md"
 
 
 def test_relu_with_shape_before_name() -> None:
