@@ -24,5 +24,6 @@ class JobContext:
     work_dir: Path
     accuracy_timeout_s: float = 900.0
     performance_timeout_s: float = 900.0
+    profile_timeout_s: float = 300.0
     generator: Generator = field(default_factory=ElementwiseGenerator)
     report: Callable[[str, str], None] = _quiet

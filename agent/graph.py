@@ -16,25 +16,29 @@ from agent.nodes.finalize import finalize
 from agent.nodes.generate import generate
 from agent.nodes.log import log
 from agent.nodes.performance import performance
+from agent.nodes.profile import profile
 from agent.nodes.requirements import requirements
+from agent.nodes.search import search
 from agent.state import JobState
 
 
 def build_graph() -> CompiledStateGraph[JobState, JobContext, JobState, JobState]:
-    """Build the job graph: spec → definition → files → test → measure → log → diagnose → edit ↺."""
+    """Build the job graph: spec → definition → files → test → measure → profile → log → diagnose → edit ↺."""
     graph = StateGraph(JobState, context_schema=JobContext)
-    for node in (requirements, definition, generate, accuracy, performance, log, diagnose, edit, classify,
-                 finalize):
+    for node in (requirements, definition, generate, accuracy, performance, profile, log, diagnose, edit, search,
+                 classify, finalize):
         graph.add_node(node.__name__, node)
     graph.add_edge(START, "requirements")
     graph.add_conditional_edges("requirements", routing.after_requirements)
     graph.add_conditional_edges("definition", routing.after_definition)
     graph.add_edge("generate", "accuracy")
     graph.add_conditional_edges("accuracy", routing.after_accuracy)
-    graph.add_edge("performance", "log")
+    graph.add_edge("performance", "profile")
+    graph.add_edge("profile", "log")
     graph.add_edge("log", "diagnose")
     graph.add_conditional_edges("diagnose", routing.after_diagnosis)
-    graph.add_edge("edit", "classify")
+    graph.add_edge("edit", "search")
+    graph.add_conditional_edges("search", routing.after_search)
     graph.add_conditional_edges("classify", routing.after_classify)
     graph.add_edge("finalize", END)
     return graph.compile()

@@ -24,8 +24,15 @@ def after_accuracy(state: JobState) -> Literal["performance", "log"]:
 
 
 def after_diagnosis(state: JobState) -> Literal["edit", "finalize"]:
-    """Edit when diagnosis proposed a change, else finish."""
-    return "edit" if state.get("proposal") is not None else "finalize"
+    """Edit when diagnosis proposed an action, else finish."""
+    proposal = state.get("proposal")
+    return "edit" if proposal is not None and proposal.action is not None else "finalize"
+
+
+def after_search(state: JobState) -> Literal["classify", "log"]:
+    """Classify a changed candidate; a search that changed nothing or found nothing correct is only logged."""
+    pending = state.get("pending")
+    return "log" if pending is None or pending.accuracy_status in ("unchanged", "search failed") else "classify"
 
 
 def after_classify(state: JobState) -> Literal["accuracy", "diagnose"]:

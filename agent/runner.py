@@ -12,8 +12,8 @@ from kernelgen.settings import Settings
 from storage import crud
 from storage.db import make_engine
 
-# Each round visits about six nodes; this leaves room for five rounds and refusals.
-RECURSION_LIMIT = 100
+# Each round visits about eight nodes; this leaves room for five rounds and refusals.
+RECURSION_LIMIT = 150
 
 
 def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str], None]) -> JobState:
@@ -23,6 +23,7 @@ def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str]
     context = JobContext(
         engine=engine, work_dir=settings.work_dir,
         accuracy_timeout_s=settings.accuracy_timeout_s, performance_timeout_s=settings.performance_timeout_s,
+        profile_timeout_s=settings.profile_timeout_s,
         report=report,
     )
     initial: dict[str, Any] = {"job_id": job_id, "request": request}

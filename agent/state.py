@@ -6,6 +6,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel
 
+from agent.diagnosis import Diagnosis, PatternHint
 from agent.generators.base import KernelFiles, LaunchConfig
 from agent.runtime.devices import DeviceInfo
 from agent.spec import OpSpec
@@ -26,13 +27,6 @@ class JobRequest(BaseModel):
     initial_config: LaunchConfig | None = None  # start from a given (even poor) configuration
 
 
-class Proposal(BaseModel):
-    """The change diagnosis asks for next."""
-
-    config: LaunchConfig
-    reason: str
-
-
 class RoundRecord(BaseModel):
     """One measured version: what changed, how it did, whether it was kept."""
 
@@ -50,6 +44,11 @@ class RoundRecord(BaseModel):
     verdict: str = ""
     triton_source: str = ""
     diff: str = ""
+    action: str = ""  # the pattern-store key of the change this round made
+    base_index: int | None = None  # the version this round changed
+    diagnosis: dict[str, Any] = {}  # the structured diagnosis that motivated the change
+    search: dict[str, Any] = {}  # the configuration space and every configuration measured
+    profile: dict[str, Any] = {}  # roofline placement and hardware counters of this version
 
 
 class JobState(TypedDict, total=False):
@@ -66,8 +65,10 @@ class JobState(TypedDict, total=False):
     pending: RoundRecord  # the round being measured
     rounds: list[RoundRecord]
     best_round: int | None
-    proposal: Proposal | None
-    tried: list[str]  # config labels already tried or refused
+    proposal: Diagnosis | None  # the diagnosis whose action the next round carries out
+    done: list[str]  # action keys already carried out or refused
     refusals: list[str]
+    category: str  # the op category optimization patterns are filed under
+    patterns: list[PatternHint]  # what earlier jobs on this device and category learned
     status: JobStatus
     message: str

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from agent.generators.base import LaunchConfig
+from agent.generators.base import LaunchConfig, parse_label
 from agent.state import JobRequest, JobState
 from kernelgen.settings import Settings
 
@@ -34,6 +36,9 @@ def run(
     target_speedup: Annotated[float | None, typer.Option(help="Speedup over eager PyTorch to aim for.")] = None,
     initial_block_size: Annotated[int | None, typer.Option(help="Start from this BLOCK_SIZE.")] = None,
     initial_num_warps: Annotated[int | None, typer.Option(help="Start from this num_warps.")] = None,
+    initial_config: Annotated[str | None, typer.Option(
+        help="Start from this configuration, e.g. 'rows: BLOCK_M=2, BLOCK_N=1024, NUM_WARPS=4' "
+             "[env KERNELGEN_INITIAL_CONFIG].")] = None,
 ) -> None:
     """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel."""
     from agent.parsing import split_tasks
@@ -44,11 +49,17 @@ def run(
     if (spec is None) == (file is None):
         raise typer.BadParameter("give the spec text or --file, not both and not neither")
     text = file.read_text(encoding="utf-8") if file is not None else str(spec)
+    settings = Settings()
     initial = None
-    if initial_block_size or initial_num_warps:
+    label = initial_config or settings.initial_config
+    if label:
+        initial = parse_label(label)
+        if initial is None:
+            raise typer.BadParameter(f"{label!r} is not a configuration like 'flat: BLOCK_SIZE=256, NUM_WARPS=8'",
+                                     param_hint="--initial-config")
+    elif initial_block_size or initial_num_warps:
         initial = LaunchConfig(block_size=initial_block_size or 1024, num_warps=initial_num_warps or 4)
     tasks = split_tasks(text)
-    settings = Settings()
     failures = 0
     for index, task in enumerate(tasks):
         if len(tasks) > 1:
@@ -76,17 +87,58 @@ def _print_summary(final: JobState) -> None:
         console.print("No kernel was written.")
         return
     table = Table(title=f"{final['spec'].name}: {status}")
-    for column in ("round", "edit", "config", "accuracy", "speedup", "GB/s", "% of copy", "kept"):
-        table.add_column(column)
+    for column in ("round", "edit", "change", "config", "accuracy", "speedup", "GB/s", "% of copy", "kept"):
+        table.add_column(column, overflow="fold")
     for r in final.get("rounds", []):
         cases = r.performance.get("cases", [])
         gbs = min((c["gbs"] for c in cases), default=None)
         table.add_row(
-            str(r.index), r.edit_type, r.config.label(), r.accuracy_status,
+            str(r.index), r.edit_type, r.action or "-", r.config.label(), r.accuracy_status,
             f"x{r.speedup:.3f}" if r.speedup else r.performance_status,
             f"{gbs:.0f}" if gbs else "-", f"{r.pct_of_copy:.1f}" if r.pct_of_copy else "-",
             "best" if r.index == final.get("best_round") else ("yes" if r.accepted else "no"),
         )
-    console.print(table)
+    Console(width=max(console.width, 160)).print(table)  # folded columns are unreadable at 80
     console.print(final.get("message", ""), highlight=False)
     console.print(f"Output: {final['out_dir']}", highlight=False)
+
+
+@app.command()
+def patterns(
+    device: Annotated[str | None, typer.Option(help="Only this device, e.g. 'NVIDIA H200'.")] = None,
+    category: Annotated[str | None, typer.Option(help="Only this category, e.g. 'elementwise/row-broadcast'.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Show the optimization patterns learned so far: what each change did on each device."""
+    import json
+
+    from sqlalchemy import make_url
+
+    from storage.db import make_engine
+    from storage.models import OptimizationPatternPublic
+    from storage.patterns import list_patterns
+
+    url = Settings().database_url
+    rows = list_patterns(make_engine(url), device=device, category=category)
+    if as_json:
+        public = [OptimizationPatternPublic.model_validate(row).model_dump(mode="json") for row in rows]
+        console.out(json.dumps(public, indent=2), highlight=False)
+        return
+    if not rows:
+        shown = make_url(url).render_as_string(hide_password=True)
+        message = f"No optimization patterns recorded yet in {shown}"
+        console.print(message, highlight=False, markup=False, soft_wrap=True)
+        return
+    table = Table(title="Optimization patterns", box=box.SIMPLE_HEAD)
+    for column in ("category", "device", "bottleneck", "change", "edit type", "before -> after"):
+        table.add_column(column, overflow="fold")
+    for column in ("applied", "helped", "mean\ngain", "best\nspeedup"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            escape(row.category), escape(row.device), escape(row.bottleneck), escape(row.change), row.edit_type,
+            escape(f"{row.params_before}\n-> {row.params_after}"), str(row.times_applied), str(row.times_helped),
+            f"{row.mean_gain * 100:+.1f}%" if row.mean_gain is not None else "-",
+            f"x{row.best_speedup:.2f}" if row.best_speedup is not None else "-",
+        )
+    Console(width=max(console.width, 160)).print(table)  # folded columns are unreadable at 80

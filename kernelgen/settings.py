@@ -18,3 +18,6 @@ class Settings(BaseSettings):
     work_dir: Path = DATA_DIR / "work"
     accuracy_timeout_s: float = 900.0
     performance_timeout_s: float = 900.0
+    profile_timeout_s: float = 300.0
+    # Start every job from this configuration, e.g. "flat: BLOCK_SIZE=256, NUM_WARPS=8" (tests the loop).
+    initial_config: str | None = None

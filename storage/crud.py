@@ -1,4 +1,4 @@
-"""Write and read jobs, rounds and artifacts."""
+"""Write and read jobs, rounds and artifacts (and, re-exported, optimization patterns)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from storage.models import Artifact, Job, Round
+from storage.patterns import helpful_patterns as helpful_patterns  # re-exported: crud.record_pattern(...) works
+from storage.patterns import list_patterns as list_patterns
+from storage.patterns import record_pattern as record_pattern
 
 
 def create_job(engine: Engine, spec_text: str, out_dir: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -86,3 +87,38 @@ class Artifact(ArtifactBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     job_id: int = Field(foreign_key="job.id", index=True)
     created_at: datetime = Field(default_factory=_now)
+
+
+class OptimizationPatternBase(SQLModel):
+    """A change the optimization loop made under one bottleneck, and how it went on one device."""
+
+    category: str = Field(index=True)
+    device: str = Field(index=True)
+    bottleneck: str
+    change: str
+    edit_type: str
+    params_before: str
+    params_after: str
+    times_applied: int = 0
+    times_helped: int = 0
+    times_measured: int = 0
+    mean_gain: float | None = None
+    best_speedup: float | None = None
+
+
+class OptimizationPattern(OptimizationPatternBase, table=True):
+    """A pattern row: one per (category, device, bottleneck, change)."""
+
+    __table_args__ = (UniqueConstraint("category", "device", "bottleneck", "change", name="uq_pattern_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=_now)
+    updated_at: datetime = Field(default_factory=_now)
+
+
+class OptimizationPatternPublic(OptimizationPatternBase):
+    """A pattern as the outside world sees it."""
+
+    id: int
+    created_at: datetime
+    updated_at: datetime

@@ -2,24 +2,71 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
+from agent.runtime.devices import DeviceInfo
 from agent.spec import OpSpec
 
 FILE_ROLES = ("triton", "baseline", "accuracy", "performance")
 
+# How the kernel maps work to programs. Switching schedule rewrites the kernel body: a logic edit.
+Schedule = Literal["flat", "rows", "persistent"]
+SCHEDULE_NOTES: dict[str, str] = {
+    "flat": "1-D grid, one contiguous tile of BLOCK_SIZE elements per program",
+    "rows": "2-D tiles of BLOCK_M x BLOCK_N over [rows, last dim], walked on a 1-D grid; row-broadcast "
+            "inputs are loaded once per tile and kept in cache (evict_last)",
+    "persistent": "a fixed grid of PROGRAMS_PER_SM programs per SM, each looping grid-stride over "
+                  "tiles of BLOCK_SIZE elements (NUM_STAGES pipelines the loop)",
+}
+
 
 class LaunchConfig(BaseModel):
-    """Tunable launch parameters of a kernel (a parameter edit changes only these)."""
+    """A schedule and its tunable launch parameters (a parameter edit changes only the parameters)."""
 
-    block_size: int = 1024
+    schedule: Schedule = "flat"
+    block_size: int = 1024  # flat, persistent: elements per tile; rows: BLOCK_N, columns per tile
+    block_m: int = 1  # rows: rows per tile
     num_warps: int = 4
+    num_stages: int = 1  # persistent: software-pipelining depth of the tile loop
+    programs_per_sm: int = 4  # persistent: programs launched per streaming multiprocessor
+
+    def constants(self) -> dict[str, int]:
+        """Return the module constants of `_triton.py` that hold this configuration."""
+        if self.schedule == "rows":
+            return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_size, "NUM_WARPS": self.num_warps}
+        if self.schedule == "persistent":
+            return {"BLOCK_SIZE": self.block_size, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages,
+                    "PROGRAMS_PER_SM": self.programs_per_sm}
+        return {"BLOCK_SIZE": self.block_size, "NUM_WARPS": self.num_warps}
 
     def label(self) -> str:
-        """Render as BLOCK_SIZE=..., NUM_WARPS=... for logs and tables."""
-        return f"BLOCK_SIZE={self.block_size}, NUM_WARPS={self.num_warps}"
+        """Render as `flat: BLOCK_SIZE=..., NUM_WARPS=...` for logs and tables."""
+        return f"{self.schedule}: " + ", ".join(f"{k}={v}" for k, v in self.constants().items())
+
+    @classmethod
+    def from_constants(cls, schedule: Schedule, constants: dict[str, int]) -> LaunchConfig:
+        """Rebuild a configuration from its schedule and module constants."""
+        block = constants.get("BLOCK_N" if schedule == "rows" else "BLOCK_SIZE", 1024)
+        return cls(
+            schedule=schedule, block_size=block, block_m=constants.get("BLOCK_M", 1),
+            num_warps=constants.get("NUM_WARPS", 4), num_stages=constants.get("NUM_STAGES", 1),
+            programs_per_sm=constants.get("PROGRAMS_PER_SM", 4),
+        )
+
+
+def parse_label(label: str) -> LaunchConfig | None:
+    """Read a configuration back from its label (as the pattern store keeps it); None if it is not one."""
+    schedule, _, rest = label.partition(": ")
+    if schedule not in SCHEDULE_NOTES or not rest:
+        return None
+    try:
+        constants = {k: int(v) for k, v in (item.split("=") for item in rest.split(", "))}
+    except ValueError:
+        return None
+    return LaunchConfig.from_constants(schedule, constants)  # type: ignore[arg-type]
 
 
 class KernelFiles(BaseModel):
@@ -38,6 +85,16 @@ class KernelFiles(BaseModel):
         return self.files[self.name_of(role)]
 
 
+class ConfigSpace(Protocol):
+    """A pruned, ranked list of configurations and how it was pruned."""
+
+    kept: list[LaunchConfig]
+
+    def summary(self) -> str:
+        """Say how the space was pruned, in one line."""
+        ...
+
+
 class Generator(Protocol):
     """A source of kernels: the offline templates now, an LLM later."""
 
@@ -45,6 +102,20 @@ class Generator(Protocol):
         """Write the four files for a spec at a launch configuration."""
         ...
 
-    def candidate_configs(self, spec: OpSpec) -> list[LaunchConfig]:
-        """List launch configurations worth trying, best guess first."""
+    def category(self, spec: OpSpec) -> str:
+        """Name the op category that optimization patterns are filed under."""
+        ...
+
+    def schedules(self, spec: OpSpec) -> list[Schedule]:
+        """List the schedules this generator can write for the spec, the default first."""
+        ...
+
+    def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
+        """Return the usual best configuration of a schedule."""
+        ...
+
+    def config_space(
+        self, spec: OpSpec, schedule: Schedule, device: DeviceInfo, preferred: Sequence[LaunchConfig] = (),
+    ) -> ConfigSpace:
+        """List the configurations of a schedule worth measuring (pruned by shape and hardware), preferred first."""
         ...

@@ -8,10 +8,12 @@ from langgraph.runtime import Runtime
 
 from agent.analysis import analyse
 from agent.context import JobContext
+from agent.diagnosis import PatternHint
 from agent.documents import render
 from agent.output import write_artifact
 from agent.runtime.devices import detect
 from agent.state import JobState
+from storage import crud
 
 
 def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
@@ -23,7 +25,7 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         ctx.report("definition", str(exc))
         return {"status": "failed", "message": str(exc)}
     analysis = analyse(spec, device)
-    config = request.initial_config or ctx.generator.candidate_configs(spec)[0]
+    config = request.initial_config or ctx.generator.default_config(spec, "flat", device)
     text = render(
         "definition.md.j2", spec=spec, device=device, analysis=analysis,
         request_text=request.spec_text.strip(), config=config,
@@ -32,4 +34,13 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     write_artifact(ctx.engine, state["job_id"], state["out_dir"], "definition.md", text)
     bound = min(c.bound_ms for c in analysis.cases)
     ctx.report("definition", f"{device.kind} ({device.name}); memory-bound, best case bound {bound:.4f} ms")
-    return {"device": device, "definition": text}
+    category = ctx.generator.category(spec)
+    patterns = [
+        PatternHint.model_validate(p, from_attributes=True)
+        for p in crud.list_patterns(ctx.engine, device=device.name, category=category)
+    ]
+    if patterns:
+        helped = sum(1 for p in patterns if p.times_helped)
+        ctx.report("definition", f"{len(patterns)} optimization patterns known for {category} on {device.name} "
+                   f"({helped} helped before): they order this job's search")
+    return {"device": device, "definition": text, "category": category, "patterns": patterns}

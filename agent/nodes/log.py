@@ -1,4 +1,4 @@
-"""Stage 5: record the measured round, keep the best version, append to the log."""
+"""Stage 5: judge the measured round, keep the best version, log it and teach the pattern store."""
 
 from __future__ import annotations
 
@@ -12,28 +12,29 @@ from agent.documents import render
 from agent.output import write_artifact
 from agent.state import JobState, RoundRecord
 from storage import crud
-from storage.models import Round
+from storage.models import OptimizationPattern, Round
 
 # A later round must beat the best by more than timing noise to replace it.
 MIN_GAIN = 0.01
 
 
 def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
-    """Decide whether the round is kept, then write it to the folder and the database."""
+    """Decide whether the round is kept (regression guard), then record it everywhere."""
     ctx, spec, pending = runtime.context, state["spec"], state["pending"]
     rounds = list(state.get("rounds", []))
     best_index = state.get("best_round")
     best = rounds[best_index] if best_index is not None else None
-    accepted, verdict = _judge(pending, best)
+    accepted, verdict = judge(pending, best)
     record = pending.model_copy(update={"accepted": accepted, "verdict": verdict})
     rounds.append(record)
-    out_dir, job_id = state["out_dir"], state["job_id"]
-    files = state["files"]
-    write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
-                   files.source("triton"), record.index)
+    out_dir, job_id, files = state["out_dir"], state["job_id"], state["files"]
+    pattern = _teach(ctx, state, record, best)
+    if record.accuracy_status not in ("unchanged", "search failed"):
+        write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
+                       files.source("triton"), record.index)
     section = render(
-        "round.md.j2", r=record, best=best, target=spec.target_speedup, device=state["device"].name,
-        shapes=", ".join(str(c) for c in spec.shape_cases()), fmt=_fmt,
+        "round.md.j2", r=record, base=best, target=spec.target_speedup, device=state["device"].name,
+        shapes=", ".join(str(c) for c in spec.shape_cases()), fmt=_fmt, pattern=pattern,
     )
     previous = "" if not rounds[:-1] else _read_log(ctx, job_id)
     header = f"# Optimization log: `{spec.name}`\n\n" if not previous else ""
@@ -43,16 +44,25 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         reason=record.reason, accuracy_status=record.accuracy_status,
         performance_status=record.performance_status, speedup=record.speedup, pct_of_copy=record.pct_of_copy,
         accepted=accepted, verdict=verdict,
-        figures_json=json.dumps({"accuracy": record.accuracy, "performance": record.performance}, default=str),
+        figures_json=json.dumps({"accuracy": record.accuracy, "performance": record.performance,
+                                 "diagnosis": record.diagnosis, "search": record.search,
+                                 "profile": record.profile}, default=str),
     ))
     ctx.report("log", f"round {record.index}: {verdict}")
     updates: dict[str, Any] = {"rounds": rounds, "pending": None}
     if accepted:
         updates |= {"best_round": len(rounds) - 1, "best_files": files}
+    elif best is not None:
+        updates["files"] = state["best_files"]  # revert: the next round starts from the best version
     return updates
 
 
-def _judge(pending: RoundRecord, best: RoundRecord | None) -> tuple[bool, str]:
+def judge(pending: RoundRecord, best: RoundRecord | None) -> tuple[bool, str]:
+    """Keep a round only if it passed accuracy and beat the best version by more than noise."""
+    if pending.accuracy_status == "unchanged":
+        return False, "the search's fastest configuration is the current one: nothing to apply"
+    if pending.accuracy_status == "search failed":
+        return False, f"no configuration passed the search's check: {pending.search.get('message', '')}"
     if pending.accuracy_status != "pass":
         return False, f"failed accuracy ({pending.accuracy_status}): reverted, the best version stays"
     if best is None:
@@ -63,6 +73,24 @@ def _judge(pending: RoundRecord, best: RoundRecord | None) -> tuple[bool, str]:
     if gain > MIN_GAIN:
         return True, f"{100 * gain:+.1f}% over v{best.index}: kept as the new best"
     return False, f"{100 * gain:+.1f}% against v{best.index} (not above {100 * MIN_GAIN:.0f}% noise): reverted"
+
+
+def _teach(
+    ctx: JobContext, state: JobState, record: RoundRecord, best: RoundRecord | None,
+) -> OptimizationPattern | None:
+    """File the round's outcome under its change, device and op category."""
+    if not record.action or best is None:
+        return None
+    measured = record.speedup is not None and best.speedup is not None and record.accuracy_status == "pass"
+    gain = record.speedup / best.speedup - 1 if measured and record.speedup and best.speedup else None
+    if record.accuracy_status == "unchanged":
+        gain = 0.0
+    return crud.record_pattern(
+        ctx.engine, category=state.get("category", "unknown"), device=state["device"].name,
+        bottleneck=str(record.diagnosis.get("bottleneck", "unknown")), change=record.action,
+        edit_type=record.edit_type, params_before=best.config.label(), params_after=record.config.label(),
+        gain=gain, helped=record.accepted, speedup_after=record.speedup if measured else None,
+    )
 
 
 def _read_log(ctx: JobContext, job_id: int) -> str:

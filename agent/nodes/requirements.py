@@ -36,5 +36,5 @@ def requirements(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any
     crud.update_job(ctx.engine, state["job_id"], op_name=spec.name, spec_json=spec.model_dump_json(), out_dir=out_dir)
     return {
         "spec": spec, "out_dir": out_dir, "status": "running",
-        "rounds": [], "tried": [], "refusals": [], "best_round": None,
+        "rounds": [], "done": [], "refusals": [], "best_round": None,
     }

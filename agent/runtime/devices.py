@@ -35,6 +35,7 @@ class DeviceInfo(BaseModel):
     name: str
     peak_gbs: float | None = None
     peak_tflops: float | None = None
+    multiprocessors: int | None = None  # SMs on CUDA; sizes the search space and persistent grids
 
     @property
     def has_peaks(self) -> bool:
@@ -55,10 +56,13 @@ def detect(wanted: str = "auto") -> DeviceInfo:
     import torch
 
     kind: DeviceKind
+    multiprocessors = None
     if wanted in ("auto", "cuda") and torch.cuda.is_available():
         kind, name = "cuda", torch.cuda.get_device_name()
+        multiprocessors = torch.cuda.get_device_properties(0).multi_processor_count
     elif wanted in ("auto", "npu") and _npu_available():
         kind, name = "npu", str(torch.npu.get_device_name())  # type: ignore[attr-defined]
+        multiprocessors = _npu_vector_cores()
     elif wanted in ("auto", "cpu"):
         kind, name = "cpu", f"CPU ({platform.processor() or platform.machine()}), Triton interpreter"
     else:
@@ -67,8 +71,19 @@ def detect(wanted: str = "auto") -> DeviceInfo:
     return DeviceInfo(
         kind=kind, name=name,
         peak_gbs=peaks["gbs"] if peaks else None,
-        peak_tflops=peaks["tflops"] if peaks else None,
+        peak_tflops=peaks["tflops"] if peaks else None, multiprocessors=multiprocessors,
     )
+
+
+def _npu_vector_cores() -> int | None:
+    """Count Ascend vector cores through triton-ascend's driver (untested here: no NPU)."""
+    try:
+        import triton
+
+        properties = triton.runtime.driver.active.utils.get_device_properties(0)
+        return int(properties.get("num_vectorcore") or properties.get("num_aicore") or 0) or None
+    except Exception:  # an older triton-ascend without the property: pruning falls back to the reference
+        return None
 
 
 def _npu_available() -> bool:

@@ -39,8 +39,9 @@ def run_file(
     device: str,
     timeout_s: float,
     args: tuple[str, ...] = (),
+    launcher: tuple[str, ...] = (),
 ) -> SandboxResult:
-    """Write files into a fresh workdir and run `python entry --json result.json` there."""
+    """Write files into a fresh workdir and run `[launcher...] python entry --json result.json` there."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -48,7 +49,7 @@ def run_file(
         (workdir / name).write_text(source)
     result_path = workdir / "result.json"
     env = _environment(workdir, device)
-    command = [sys.executable, entry, "--json", result_path.name, *args]
+    command = [*launcher, sys.executable, entry, "--json", result_path.name, *args]
     started = time.monotonic()
     process = subprocess.Popen(
         command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import pprint
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,11 @@ from typing import Any
 import jinja2
 
 from agent.expr import flops, helpers, parse_formula, positive_names, to_torch, to_triton_statements
-from agent.generators.base import FILE_ROLES, KernelFiles, LaunchConfig
+from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.broadcast import broadcast_runs, count_runs
+from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, ShapeFacts, Space, config_space
 from agent.ops import TRITON_HELPERS
-from agent.runtime.devices import PEAKS
+from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -50,16 +52,33 @@ class ElementwiseGenerator:
         }
         return KernelFiles(op=spec.name, files=files, config=config)
 
-    def candidate_configs(self, spec: OpSpec) -> list[LaunchConfig]:
-        """List launch configurations, the usual best for streaming kernels first."""
-        return [
-            LaunchConfig(block_size=1024, num_warps=4),
-            LaunchConfig(block_size=2048, num_warps=8),
-            LaunchConfig(block_size=4096, num_warps=8),
-            LaunchConfig(block_size=512, num_warps=4),
-            LaunchConfig(block_size=8192, num_warps=16),
-            LaunchConfig(block_size=2048, num_warps=4),
-        ]
+    def category(self, spec: OpSpec) -> str:
+        """Name the pattern category: elementwise/same-shape, /row-broadcast or /broadcast."""
+        kinds = [self._input(spec, t.name) for t in spec.inputs]
+        if all(k["full"] for k in kinds):
+            return "elementwise/same-shape"
+        if all(k["full"] or k["row"] for k in kinds):
+            return "elementwise/row-broadcast"
+        return "elementwise/broadcast"
+
+    def schedules(self, spec: OpSpec) -> list[Schedule]:
+        """List the schedules for the spec: flat first; rows needs an output of rank 2 or more."""
+        ranks = {len(spec.output_shape(case)) for case in spec.shape_cases()}
+        return ["flat", "rows", "persistent"] if min(ranks) >= 2 else ["flat", "persistent"]
+
+    def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
+        """Return the usual best configuration of a schedule (1024-2048 elements per program, 4 warps)."""
+        if schedule == "rows":
+            block_n = min(1024, _next_pow2(shape_facts(spec, device).n_cols))
+            return LaunchConfig(schedule="rows", block_size=block_n, block_m=max(1, 2048 // block_n), num_warps=4)
+        if schedule == "persistent":
+            return LaunchConfig(schedule="persistent", block_size=1024, num_warps=4, num_stages=1, programs_per_sm=4)
+        return LaunchConfig(schedule="flat", block_size=1024, num_warps=4)
+
+    def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,
+                     preferred: Sequence[LaunchConfig] = ()) -> Space:
+        """Enumerate and prune a schedule's configurations for this spec and device."""
+        return config_space(shape_facts(spec, device), schedule, preferred)
 
     def context(self, spec: OpSpec, config: LaunchConfig) -> dict[str, Any]:
         """Compute everything the templates need from the spec."""
@@ -75,14 +94,16 @@ class ElementwiseGenerator:
             "op": spec.name,
             "output": spec.output,
             "formula": spec.formula,
-            "schedule_note": "offline elementwise generator, 1-D flat schedule",
-            "block_size": config.block_size,
-            "num_warps": config.num_warps,
+            "schedule": config.schedule,
+            "schedule_note": f"offline elementwise generator; schedule `{config.schedule}`: "
+                             f"{SCHEDULE_NOTES[config.schedule]}",
+            "constants": config.constants(),
             "inputs": inputs,
             "params": spec.params,
             "aligned": aligned,
             "rank_terms": rank_terms,
-            "broadcast_runs": [(i["name"], i["runs"]) for i in inputs if not i["full"]],
+            "broadcast_runs": [(i["name"], i["runs"]) for i in inputs
+                               if not i["full"] and not (config.schedule == "rows" and i["row"])],
             "broadcast_runs_source": inspect.getsource(broadcast_runs).rstrip(),
             "helpers": [TRITON_HELPERS[h] for h in helpers(expr)],
             "body": to_triton_statements(expr, spec.output),
@@ -109,13 +130,16 @@ class ElementwiseGenerator:
 
     def _input(self, spec: OpSpec, name: str) -> dict[str, Any]:
         tensor = next(t for t in spec.inputs if t.name == name)
-        full, runs = True, 1
+        full, row, runs = True, True, 1
         for case in spec.shape_cases():
             aligned = tuple(spec.aligned_shapes(case)[name])
             out = tuple(spec.output_shape(case))
             padded = (1,) * (len(out) - len(aligned)) + aligned
             if padded != out:
                 full = False
+            # A row input varies only along the last output dimension (a bias over features).
+            if len(out) < 2 or padded != (1,) * (len(out) - 1) + out[-1:] or tensor.align is not None:
+                row = False
             runs = max(runs, count_runs(aligned, out))
         smoke = _smoke_case(spec)
         dtype = tensor.dtypes[0]
@@ -126,7 +150,7 @@ class ElementwiseGenerator:
         )
         return {
             "other": ", other=1.0" if positive else "",
-            "name": name, "full": full, "runs": runs, "align": tensor.align,
+            "name": name, "full": full, "row": row and not full, "runs": runs, "align": tensor.align,
             "sample": f"({draw}).to(torch.{dtype})",
         }
 
@@ -181,3 +205,24 @@ def _smoke_case(spec: OpSpec) -> dict[str, list[int]]:
     if math.prod(spec.output_shape(first)) <= _SMOKE_MAX_ELEMENTS:
         return first
     return edge_cases(spec)[-1]
+
+
+_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def shape_facts(spec: OpSpec, device: DeviceInfo) -> ShapeFacts:
+    """Collect the shape and machine facts that prune the configuration space."""
+    outs = [spec.output_shape(case) for case in spec.shape_cases()]
+    largest = max(outs, key=math.prod)
+    elements = math.prod(largest)
+    n_cols = largest[-1] if largest else 1
+    itemsizes = [_ITEMSIZE[d] for case in spec.dtype_cases() for d in case.values()]
+    return ShapeFacts(
+        largest_elements=elements, n_cols=n_cols, n_rows=max(1, elements // max(1, n_cols)),
+        narrowest_itemsize=min(itemsizes), n_tensors=len(spec.inputs) + 1,
+        multiprocessors=device.multiprocessors or REFERENCE_MULTIPROCESSORS, ascend=device.kind == "npu",
+    )
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())

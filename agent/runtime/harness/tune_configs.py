@@ -1,0 +1,132 @@
+"""Measure one kernel under several launch configurations in a single process (a parameter search).
+
+Copied next to the four generated files and run in the sandbox:
+
+    python tune_configs.py --plan plan.json --json result.json
+
+The plan names the op, the configurations (values of `<op>_triton.py`'s module
+constants, which the wrapper reads at call time), the (shape, dtype) cases and the
+tolerances. Each configuration is checked against the PyTorch reference on the
+timed inputs, then timed with triton.testing.do_bench (median after warm-up) on an
+accelerator, or with a wall clock in the CPU interpreter (not a performance figure).
+"""
+
+import contextlib
+import importlib
+import json
+import math
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+
+def main() -> int:
+    """Run the plan and write every configuration's outcome."""
+    plan_path = sys.argv[sys.argv.index("--plan") + 1]
+    result_path = sys.argv[sys.argv.index("--json") + 1]
+    with open(plan_path) as handle:
+        plan = json.load(handle)
+    try:
+        result = run_plan(plan)
+    except Exception as exc:  # the harness itself failed: say so in the result file
+        result = {"status": "error", "message": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+    with open(result_path, "w") as handle:
+        json.dump(result, handle, indent=1)
+    return 0 if result["status"] == "pass" else 1
+
+
+def run_plan(plan: dict) -> dict:
+    """Check and time every configuration of the plan."""
+    op = plan["op"]
+    kernel = importlib.import_module(f"{op}_triton")
+    performance = importlib.import_module(f"{op}_performance")
+    reference = importlib.import_module(f"{op}_baseline")
+    import torch
+
+    device = kernel.DEVICE
+    entry, ref = getattr(kernel, op), getattr(reference, op)
+    timer = "do_bench median" if device != "cpu" else "wall clock median (CPU interpreter: not a performance figure)"
+    cases: list[dict] = []
+    for shape_index, dtype_index in plan["cases"]:
+        shapes, dtypes = performance.SPEC_CASES[shape_index], performance.DTYPE_CASES[dtype_index]
+        inputs = performance.make_inputs(shapes, dtypes, seed=100 + len(cases), device=device)
+        want = ref(*[t.cpu().double() for t in inputs], **performance.PARAMS)
+        rtol, atol = plan["tolerances"][next(iter(dtypes.values()))]
+        cases.append({"shapes": shapes, "dtypes": dtypes, "inputs": inputs, "want": want, "rtol": rtol, "atol": atol})
+    original = {name: getattr(kernel, name) for name in plan["configs"][0]}
+    trials = []
+    for constants in plan["configs"]:
+        for name, value in constants.items():
+            setattr(kernel, name, value)
+        trials.append(trial(entry, constants, cases, performance.PARAMS, device, torch))
+    for name, value in original.items():
+        setattr(kernel, name, value)
+    return {"status": "pass", "device": device, "timer": timer, "trials": trials,
+            "cases": [{"shapes": c["shapes"], "dtypes": c["dtypes"]} for c in cases]}
+
+
+def trial(entry: Any, constants: dict, cases: list, params: dict, device: str, torch: Any) -> dict:
+    """Check one configuration on every case, then time it."""
+    case_ms: list[float] = []
+    outcome: dict[str, Any] = {"constants": constants, "status": "ok", "case_ms": case_ms}
+    try:
+        for case in cases:
+            with poisoned_allocations(torch):  # an element the kernel never writes reads as NaN, not stale data
+                got = entry(*case["inputs"], **params)
+            error = (got.cpu().double() - case["want"]).abs()
+            allowed = case["atol"] + case["rtol"] * case["want"].abs()
+            if not bool(torch.isfinite(got).all()) or bool((error > allowed).any()):
+                outcome.update(status="wrong", message=f"mismatch on {case['shapes']}: max error {error.max():.3e}")
+                return outcome
+        for case in cases:
+            case_ms.append(bench(lambda c=case: entry(*c["inputs"], **params), device, torch))
+    except Exception as exc:  # a configuration may not compile or may not fit: record it and go on
+        outcome.update(status="error", message=f"{type(exc).__name__}: {str(exc)[:300]}")
+        return outcome
+    outcome["ms"] = math.exp(sum(math.log(ms) for ms in case_ms) / len(case_ms))
+    return outcome
+
+
+@contextlib.contextmanager
+def poisoned_allocations(torch: Any) -> Iterator[None]:
+    """Fill every tensor torch.empty* hands out with NaN while a configuration is checked."""
+    originals = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
+
+    def poisoning(original: Any) -> Any:
+        def allocate(*args: Any, **kwargs: Any) -> Any:
+            tensor = original(*args, **kwargs)
+            if tensor.is_floating_point():
+                tensor.fill_(float("nan"))
+            return tensor
+
+        return allocate
+
+    for name, original in originals.items():
+        setattr(torch, name, poisoning(original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(torch, name, original)
+
+
+def bench(fn: Any, device: str, torch: Any) -> float:
+    """Time fn in milliseconds: device-event median on an accelerator, wall clock in the interpreter."""
+    if device != "cpu":
+        import triton.testing
+
+        return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+    fn()
+    samples = []
+    for _ in range(3):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(samples)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Run a parameter search: many launch configurations of one kernel, measured in one sandboxed run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.generators.base import KernelFiles, LaunchConfig
+from agent.runtime.sandbox import run_file
+from agent.spec import OpSpec
+
+HARNESS = Path(__file__).parent / "harness" / "tune_configs.py"
+
+
+class Trial(BaseModel):
+    """One configuration's outcome: checked, then timed (geomean over the searched cases)."""
+
+    config: LaunchConfig
+    status: str  # ok | wrong | error
+    ms: float | None = None
+    case_ms: list[float] = []
+    message: str = ""
+
+
+class SearchResult(BaseModel):
+    """Every configuration tried in a search, and the fastest correct one."""
+
+    status: str  # pass | error | timeout | crashed
+    trials: list[Trial] = []
+    winner: LaunchConfig | None = None
+    timer: str = ""
+    cases: list[dict[str, Any]] = []
+    message: str = ""
+    seconds: float = 0.0
+
+    def table(self) -> list[dict[str, Any]]:
+        """Return the trials as rows for logs and report.json, fastest first."""
+        ordered = sorted(self.trials, key=lambda t: (t.ms is None, t.ms or 0.0))
+        return [{"config": t.config.label(), "status": t.status, "ms": t.ms, "message": t.message} for t in ordered]
+
+
+def search_cases(spec: OpSpec) -> list[tuple[int, int]]:
+    """Pick the largest spec shape for each dtype case: the shapes that decide the speedup."""
+    sizes = [math.prod(spec.output_shape(case)) for case in spec.shape_cases()]
+    largest = max(range(len(sizes)), key=sizes.__getitem__)
+    return [(largest, j) for j in range(len(spec.dtype_cases()))]
+
+
+def search_configs(
+    files: KernelFiles, spec: OpSpec, configs: list[LaunchConfig], workdir: Path, *, device: str, timeout_s: float,
+    cases: list[tuple[int, int]] | None = None,
+) -> SearchResult:
+    """Check and time each configuration of the candidate in one sandboxed process; the fastest correct wins."""
+    if not configs:
+        return SearchResult(status="error", message="no configuration to measure")
+    if len({c.schedule for c in configs}) != 1 or configs[0].schedule != files.config.schedule:
+        raise ValueError("a search measures configurations of the candidate's own schedule only")
+    plan = {
+        "op": files.op,
+        "configs": [c.constants() for c in configs],
+        "cases": [list(case) for case in (cases or search_cases(spec))],
+        "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
+    }
+    sandbox_files = dict(files.files) | {HARNESS.name: HARNESS.read_text(), "plan.json": json.dumps(plan)}
+    run = run_file(sandbox_files, HARNESS.name, workdir, device=device, timeout_s=timeout_s,
+                   args=("--plan", "plan.json"))
+    if run.status != "pass":
+        message = run.result.get("message") or run.stderr_tail[-500:]
+        return SearchResult(status=run.status, message=str(message), seconds=run.seconds)
+    trials = [
+        Trial(config=config, status=t["status"], ms=t.get("ms"), case_ms=t.get("case_ms", []),
+              message=t.get("message", ""))
+        for config, t in zip(configs, run.result["trials"], strict=True)
+    ]
+    measured = [t for t in trials if t.status == "ok" and t.ms is not None]
+    winner = min(measured, key=lambda t: t.ms or math.inf).config if measured else None
+    return SearchResult(status="pass", trials=trials, winner=winner, timer=run.result.get("timer", ""),
+                        cases=run.result.get("cases", []), seconds=run.seconds,
+                        message="" if winner else "no configuration passed the check")
