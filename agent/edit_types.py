@@ -1,4 +1,4 @@
-"""Decide whether an edit of `_triton.py` is a parameter, interface or logic edit, and what each may touch.
+"""Decide whether an edit of `_triton.py` is a parameter, interface or logic edit.
 
 The decision is an AST comparison of the old and new `_triton.py`:
 
@@ -29,7 +29,6 @@ _LAUNCH_KEYWORDS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
 _TUNABLE_PREFIXES = ("BLOCK", "NUM_", "GROUP", "PROGRAMS", "TILE", "SPLIT")
 # Calls a slot may add: they only size the grid, they compute nothing the kernel sees.
 _GRID_CALLS = frozenset({"cdiv", "min", "max", "len"})
-_OTHER_ROLES = ("baseline", "accuracy", "performance")
 
 
 def classify_edit(old_source: str, new_source: str, entry: str) -> EditType:
@@ -61,45 +60,8 @@ def signature_of(source: str, entry: str) -> str | None:
         return None
 
 
-def check_edit_rule(edit_type: EditType, old_files: dict[str, str], new_files: dict[str, str], op: str) -> str | None:
-    """Return why the new files break the rule of their edit type, or None if they keep it."""
-    triton_name = f"{op}_triton.py"
-    if edit_type == "parameter":
-        changed = sorted(
-            name for name in old_files.keys() | new_files.keys()
-            if name != triton_name and old_files.get(name) != new_files.get(name)
-        )
-        if changed:
-            return f"a parameter edit may change only {triton_name}, but {', '.join(changed)} changed too"
-        return None
-    names = [f"{op}_{role}.py" for role in ("triton", *_OTHER_ROLES)]
-    missing = [name for name in names if name not in new_files]
-    if missing:
-        article = "an" if edit_type == "interface" else "a"
-        return f"{article} {edit_type} edit must regenerate all four files, but {', '.join(missing)} is absent"
-    trees: dict[str, ast.Module] = {}
-    for name in names:
-        try:
-            trees[name] = ast.parse(new_files[name])
-        except SyntaxError as error:
-            return f"{name} does not parse: {error.msg} (line {error.lineno})"
-    baseline_name = f"{op}_baseline.py"
-    parameters: dict[str, str | None] = {}
-    for name in (triton_name, baseline_name):
-        parameters[name] = _parameters(trees[name], op)
-        if parameters[name] is None:
-            return f"{name} does not define the entry point {op}() at module level"
-    if parameters[triton_name] != parameters[baseline_name]:
-        return f"the entry point {op}() takes different parameters in {triton_name} and {baseline_name}"
-    for name in names[2:]:
-        imported = _imported_modules(trees[name])
-        absent = [module for module in (f"{op}_triton", f"{op}_baseline") if module not in imported]
-        if absent:
-            return f"{name} no longer imports {' and '.join(absent)}: it must use both the kernel and the baseline"
-    return None
-
-
-def _entry(tree: ast.Module, entry: str) -> ast.FunctionDef | None:
+def find_entry(tree: ast.Module, entry: str) -> ast.FunctionDef | None:
+    """Return the module-level definition of the entry function, or None if there is none."""
     found = None
     for node in tree.body:
         # The last definition wins, as it does when the module runs.
@@ -109,28 +71,10 @@ def _entry(tree: ast.Module, entry: str) -> ast.FunctionDef | None:
 
 
 def _signature(tree: ast.Module, entry: str) -> str | None:
-    node = _entry(tree, entry)
+    node = find_entry(tree, entry)
     if node is None:
         return None
     return ast.dump(node.args) + ast.dump(node.returns or ast.Constant(None))
-
-
-def _parameters(tree: ast.Module, entry: str) -> str | None:
-    node = _entry(tree, entry)
-    return None if node is None else ast.dump(node.args)
-
-
-def _imported_modules(tree: ast.Module) -> set[str]:
-    modules: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.module and node.level == 0:
-                modules.add(node.module)
-            # `from . import op_triton` and `from pkg import op_triton` import the module by name.
-            modules.update(alias.name for alias in node.names)
-    return modules
 
 
 def _strip_docstrings(tree: ast.Module) -> ast.Module:

@@ -7,7 +7,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
-from agent.edit_types import check_edit_rule, classify_edit
+from agent.edit_rules import check_edit_rule
+from agent.edit_types import classify_edit
 from agent.state import JobState
 
 

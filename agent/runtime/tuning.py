@@ -14,6 +14,9 @@ from agent.runtime.sandbox import run_file
 from agent.spec import OpSpec
 
 HARNESS = Path(__file__).parent / "harness" / "tune_configs.py"
+# The fastest configuration must beat the starting one by more than this to replace it (timing noise:
+# on an H200 a search's 1-2% winner was measured slower by the full performance test).
+SEARCH_MIN_GAIN = 0.02
 
 
 class Trial(BaseModel):
@@ -41,6 +44,19 @@ class SearchResult(BaseModel):
         """Return the trials as rows for logs and report.json, fastest first."""
         ordered = sorted(self.trials, key=lambda t: (t.ms is None, t.ms or 0.0))
         return [{"config": t.config.label(), "status": t.status, "ms": t.ms, "message": t.message} for t in ordered]
+
+
+def pick_winner(trials: list[Trial]) -> LaunchConfig | None:
+    """Take the fastest correct configuration, unless it beats the first (the start) by no more than noise."""
+    measured = [t for t in trials if t.status == "ok" and t.ms is not None]
+    if not measured:
+        return None
+    fastest = min(measured, key=lambda t: t.ms or math.inf)
+    start = trials[0]
+    if start.status == "ok" and start.ms is not None and fastest.ms is not None:
+        if fastest.ms * (1 + SEARCH_MIN_GAIN) > start.ms:
+            return start.config  # within timing noise of the start: do not chase it
+    return fastest.config
 
 
 def search_cases(spec: OpSpec) -> list[tuple[int, int]]:
@@ -76,8 +92,7 @@ def search_configs(
               message=t.get("message", ""))
         for config, t in zip(configs, run.result["trials"], strict=True)
     ]
-    measured = [t for t in trials if t.status == "ok" and t.ms is not None]
-    winner = min(measured, key=lambda t: t.ms or math.inf).config if measured else None
+    winner = pick_winner(trials)
     return SearchResult(status="pass", trials=trials, winner=winner, timer=run.result.get("timer", ""),
                         cases=run.result.get("cases", []), seconds=run.seconds,
                         message="" if winner else "no configuration passed the check")

@@ -2,7 +2,8 @@
 
 from types import SimpleNamespace
 
-from agent.edit_types import EditType, check_edit_rule, classify_edit, signature_of
+from agent.edit_rules import check_edit_rule
+from agent.edit_types import EditType, classify_edit, signature_of
 from agent.generators.base import KernelFiles, LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
 from agent.nodes.classify import classify

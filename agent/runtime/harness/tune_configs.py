@@ -118,7 +118,7 @@ def bench(fn: Any, device: str, torch: Any) -> float:
     if device != "cpu":
         import triton.testing
 
-        return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+        return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
     fn()
     samples = []
     for _ in range(3):

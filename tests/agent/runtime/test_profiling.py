@@ -6,17 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from agent.runtime import profiling
+from agent.runtime import ncu, profiling
+from agent.runtime.msprof import parse_msprof_op_summary
+from agent.runtime.ncu import NCU_METRICS, ncu_command, parse_ncu_csv, spilled
 from agent.runtime.profiling import (
     CPU_MESSAGE,
     HARNESS_NAME,
     HARNESS_PATH,
-    NCU_METRICS,
     NCU_MISSING,
     ProfileResult,
-    ncu_command,
-    parse_msprof_op_summary,
-    parse_ncu_csv,
     profile_kernel,
     summarize,
 )
@@ -97,7 +95,7 @@ def test_parse_reads_the_last_kernel_row_of_a_recorded_report() -> None:
     assert metrics["registers_per_thread"] == 32
     assert metrics["local_loads"] == 16 and metrics["local_stores"] == 8
     assert "l2_hit_pct" not in metrics  # "n/a" in the last row is skipped, not taken from the first row
-    assert profiling.spilled(metrics) is True
+    assert spilled(metrics) is True
 
 
 def test_parse_rescales_units_ncu_chose_itself() -> None:
@@ -137,7 +135,7 @@ def test_cpu_reports_unavailable_without_running_anything(tmp_path: Path, monkey
 
 def test_cuda_without_ncu_reports_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ncu anywhere on PATH
-    monkeypatch.setattr(profiling, "NCU_FALLBACK_GLOBS", ())
+    monkeypatch.setattr(ncu, "NCU_FALLBACK_GLOBS", ())
     monkeypatch.setattr(profiling, "run_file", _must_not_run)
     result = profile_kernel(op_files(), "add_one", tmp_path / "w", device="cuda", timeout_s=60)
     assert (result.tool, result.status, result.message) == ("ncu", "unavailable", NCU_MISSING)
