@@ -1,5 +1,6 @@
-# The offline generator and its CLI. Without a GPU the kernels are checked in the
-# Triton interpreter; run with `--gpus all` on a CUDA host to measure them.
+# The offline generator, its CLI and the job service. Without a GPU the kernels are
+# checked in the Triton interpreter; run with `--gpus all` on a CUDA host to measure them.
+# Service: docker run -p 8000:8000 -e KERNELGEN_API_TOKENS='["<token>"]' IMAGE serve --host 0.0.0.0
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -8,7 +9,9 @@ COPY kernelgen kernelgen
 COPY server server
 COPY storage storage
 RUN pip install --no-cache-dir .
-ENV KERNELGEN_DATABASE_URL=sqlite:////data/kernelgen.db KERNELGEN_WORK_DIR=/data/work
+ENV KERNELGEN_DATABASE_URL=sqlite:////data/kernelgen.db KERNELGEN_WORK_DIR=/data/work \
+    KERNELGEN_ARTIFACT_ROOT=/data/jobs
+EXPOSE 8000
 VOLUME ["/data"]
 ENTRYPOINT ["kernelgen"]
 CMD ["--help"]

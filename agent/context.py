@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,3 +29,5 @@ class JobContext:
     profile_timeout_s: float = 300.0
     generator: Generator = field(default_factory=ElementwiseGenerator)
     report: Callable[[str, str], None] = _quiet
+    # Held while timing or profiling: one measuring job per accelerator (the service shares one lock).
+    measure_lock: AbstractContextManager[object] = field(default_factory=threading.Lock)

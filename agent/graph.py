@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -22,7 +23,9 @@ from agent.nodes.search import search
 from agent.state import JobState
 
 
-def build_graph() -> CompiledStateGraph[JobState, JobContext, JobState, JobState]:
+def build_graph(
+    checkpointer: BaseCheckpointSaver[str] | None = None,
+) -> CompiledStateGraph[JobState, JobContext, JobState, JobState]:
     """Build the job graph: spec → definition → files → test → measure → profile → log → diagnose → edit ↺."""
     graph = StateGraph(JobState, context_schema=JobContext)
     for node in (requirements, definition, generate, accuracy, performance, profile, log, diagnose, edit, search,
@@ -41,7 +44,7 @@ def build_graph() -> CompiledStateGraph[JobState, JobContext, JobState, JobState
     graph.add_conditional_edges("search", routing.after_search)
     graph.add_conditional_edges("classify", routing.after_classify)
     graph.add_edge("finalize", END)
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
 
 
 graph = build_graph()

@@ -25,6 +25,7 @@ class JobRequest(BaseModel):
     rounds: int | None = None  # overrides the spec's max rounds
     target_speedup: float | None = None  # overrides the spec's target
     initial_config: LaunchConfig | None = None  # start from a given (even poor) configuration
+    llm: str | None = None  # "offline" or an LLM model name; None: the configured default
 
 
 class RoundRecord(BaseModel):

@@ -142,3 +142,29 @@ def patterns(
             f"x{row.best_speedup:.2f}" if row.best_speedup is not None else "-",
         )
     Console(width=max(console.width, 160)).print(table)  # folded columns are unreadable at 80
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind (env KERNELGEN_HOST; default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (env KERNELGEN_PORT; default 8000).")] = None,
+) -> None:
+    """Run the HTTP job service (needs KERNELGEN_API_TOKENS unless bound to loopback)."""
+    import uvicorn
+
+    from server.app import create_app
+    from server.security import active_tokens, is_loopback
+
+    settings = Settings()
+    settings = settings.model_copy(update={"host": settings.host if host is None else host,
+                                           "port": settings.port if port is None else port})
+    if not is_loopback(settings.host) and not active_tokens(settings.api_tokens):
+        Console(stderr=True).print(
+            f"[bold red]refusing to serve on {escape(settings.host)}[/]: it is reachable from other machines and "
+            "no bearer tokens are set. Set KERNELGEN_API_TOKENS='[\"<token>\"]' or bind to 127.0.0.1.",
+            highlight=False, soft_wrap=True,
+        )
+        raise typer.Exit(code=2)
+    # Event streams last until their job ends: give them a few seconds on shutdown, then close them.
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info",
+                timeout_graceful_shutdown=5)

@@ -6,18 +6,20 @@ import hashlib
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, func, select
 
-from storage.models import Artifact, Job, Round
+from storage.models import Artifact, Job, JobEvent, Round
 from storage.patterns import helpful_patterns as helpful_patterns  # re-exported: crud.record_pattern(...) works
 from storage.patterns import list_patterns as list_patterns
 from storage.patterns import record_pattern as record_pattern
 
 
-def create_job(engine: Engine, spec_text: str, out_dir: str) -> int:
-    """Insert a running job and return its id."""
+def create_job(
+    engine: Engine, spec_text: str, out_dir: str, *, status: str = "running", options_json: str = "{}",
+) -> int:
+    """Insert a job (running, or queued by the service) and return its id."""
     with Session(engine) as session:
-        job = Job(spec_text=spec_text, out_dir=out_dir)
+        job = Job(spec_text=spec_text, out_dir=out_dir, status=status, options_json=options_json)
         session.add(job)
         session.commit()
         session.refresh(job)
@@ -79,3 +81,52 @@ def list_artifacts(engine: Engine, job_id: int) -> list[Artifact]:
     """Return a job's artifacts."""
     with Session(engine) as session:
         return list(session.exec(select(Artifact).where(Artifact.job_id == job_id)))
+
+
+def add_event(engine: Engine, job_id: int, stage: str, message: str) -> int:
+    """Append a progress event to a job and return its sequence number (1, 2, ...)."""
+    with Session(engine) as session:
+        last = session.exec(
+            select(func.max(JobEvent.seq)).where(JobEvent.job_id == job_id)  # type: ignore[arg-type]
+        ).one()
+        seq = (last or 0) + 1
+        session.add(JobEvent(job_id=job_id, seq=seq, stage=stage, message=message))
+        job = session.get(Job, job_id)
+        if job is not None:
+            job.stage, job.updated_at = stage, datetime.now(UTC)
+            session.add(job)
+        session.commit()
+        return seq
+
+
+def list_events(engine: Engine, job_id: int, after: int = 0) -> list[JobEvent]:
+    """Return a job's events with a sequence number above `after`, in order."""
+    with Session(engine) as session:
+        return list(session.exec(
+            select(JobEvent).where(JobEvent.job_id == job_id, JobEvent.seq > after).order_by(JobEvent.seq)  # type: ignore[arg-type]
+        ))
+
+
+def list_jobs(engine: Engine, *, status: str | None = None, offset: int = 0, limit: int = 50) -> tuple[list[Job], int]:
+    """Return a page of jobs, newest first, and how many match in all."""
+    with Session(engine) as session:
+        query = select(Job)
+        count = select(func.count()).select_from(Job)
+        if status is not None:
+            query, count = query.where(Job.status == status), count.where(Job.status == status)
+        rows = list(session.exec(query.order_by(Job.id.desc()).offset(offset).limit(limit)))  # type: ignore[union-attr]
+        return rows, int(session.exec(count).one())
+
+
+def jobs_with_status(engine: Engine, statuses: tuple[str, ...]) -> list[Job]:
+    """Return the jobs in any of these statuses, oldest first."""
+    with Session(engine) as session:
+        return list(session.exec(select(Job).where(Job.status.in_(statuses)).order_by(Job.id)))  # type: ignore[attr-defined,arg-type]
+
+
+def get_artifact(engine: Engine, job_id: int, name: str, round_index: int | None = None) -> Artifact | None:
+    """Return one artifact of a job by name (and round; None for job-level files)."""
+    with Session(engine) as session:
+        return session.exec(select(Artifact).where(
+            Artifact.job_id == job_id, Artifact.name == name, Artifact.round_index == round_index
+        )).first()

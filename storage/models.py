@@ -23,6 +23,9 @@ class JobBase(SQLModel):
     message: str = ""
     best_round: int | None = None
     spec_json: str | None = None
+    stage: str = ""  # the stage the job is in (or last reported)
+    options_json: str = "{}"  # the request's options (device, rounds, target, ...), for resuming
+    cancel_requested: bool = False
 
 
 class Job(JobBase, table=True):
@@ -122,3 +125,28 @@ class OptimizationPatternPublic(OptimizationPatternBase):
     id: int
     created_at: datetime
     updated_at: datetime
+
+
+class JobEventBase(SQLModel):
+    """One progress event of a job: a stage's message, numbered per job from 1."""
+
+    seq: int
+    stage: str
+    message: str
+
+
+class JobEvent(JobEventBase, table=True):
+    """An event row (kept, so a client can resume the stream after a restart)."""
+
+    __table_args__ = (UniqueConstraint("job_id", "seq", name="uq_job_event_seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: int = Field(foreign_key="job.id", index=True)
+    created_at: datetime = Field(default_factory=_now)
+
+
+class JobEventPublic(JobEventBase):
+    """An event as the outside world sees it."""
+
+    job_id: int
+    created_at: datetime

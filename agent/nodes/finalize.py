@@ -20,6 +20,7 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     if status == "running":
         status = "verified" if state.get("best_round") is not None else "failed"
     if status == "rejected" or "spec" not in state:
+        ctx.report("finalize", "rejected: no kernel was written")
         crud.update_job(ctx.engine, job_id, status="rejected", message=state.get("message", ""))
         return {"status": "rejected"}
     out_dir = state["out_dir"]
@@ -30,11 +31,11 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     report = _report(state, status)
     write_artifact(ctx.engine, job_id, out_dir, "report.json", json.dumps(report, indent=1, default=str))
     device = state.get("device")
+    ctx.report("finalize", f"{status}: {out_dir}")  # before the final status: a reader that sees it has every event
     crud.update_job(
         ctx.engine, job_id, status=status, message=state.get("message", ""),
         best_round=state.get("best_round"), device=device.name if device else None,
     )
-    ctx.report("finalize", f"{status}: {out_dir}")
     return {"status": status}
 
 

@@ -16,10 +16,11 @@ def performance(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]
     files, pending, ctx = state["files"], state["pending"], runtime.context
     workdir = ctx.work_dir / f"job-{state['job_id']}" / f"round-{pending.index}-performance"
     args = () if pending.index == 0 else ("--no-compile",)
-    run = run_file(
-        files.files, files.name_of("performance"), workdir,
-        device=state["device"].kind, timeout_s=ctx.performance_timeout_s, args=args,
-    )
+    with ctx.measure_lock:
+        run = run_file(
+            files.files, files.name_of("performance"), workdir,
+            device=state["device"].kind, timeout_s=ctx.performance_timeout_s, args=args,
+        )
     result = run.result
     speedup = result.get("speedup_geomean")
     pct = result.get("pct_of_copy_min")

@@ -22,8 +22,9 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         return {}
     shape_index, dtype_index = search_cases(spec)[0]
     workdir = ctx.work_dir / f"job-{state['job_id']}" / f"round-{pending.index}-profile"
-    counters = profile_kernel(files.files, files.op, workdir, device=device.kind, timeout_s=ctx.profile_timeout_s,
-                              case_index=shape_index, dtype_index=dtype_index)
+    with ctx.measure_lock:
+        counters = profile_kernel(files.files, files.op, workdir, device=device.kind,
+                                  timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index)
     metrics = counters.metrics if counters.status == "measured" else {}
     elements = math.prod(spec.output_shape(spec.shape_cases()[shape_index]))
     tiles = int(metrics["grid_size"]) if "grid_size" in metrics else launched_tiles(

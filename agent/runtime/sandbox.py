@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -9,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,14 @@ from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 
+# Who the sandboxed processes of this thread belong to (the service sets the job id), so a cancel
+# can kill them; the registry maps an owner to its live process groups.
+current_owner: contextvars.ContextVar[int | None] = contextvars.ContextVar("sandbox_owner", default=None)
+_live: dict[int, set[subprocess.Popen[str]]] = {}
+_live_lock = threading.Lock()
+
 STDERR_KEEP = 20_000  # characters of stderr kept for diagnosis
+PGID_FILE = ".sandbox-pgid"  # the run's process group, so a later run in the same folder can kill it
 
 
 class SandboxResult(BaseModel):
@@ -43,6 +52,7 @@ def run_file(
 ) -> SandboxResult:
     """Write files into a fresh workdir and run `[launcher...] python entry --json result.json` there."""
     if workdir.exists():
+        _kill_leftover(workdir)  # a run orphaned by a killed server must not write into the new one
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     for name, source in files.items():
@@ -56,6 +66,11 @@ def run_file(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its own process group, so a timeout kills every child
     )
+    (workdir / PGID_FILE).write_text(str(process.pid))
+    owner = current_owner.get()
+    if owner is not None:
+        with _live_lock:
+            _live.setdefault(owner, set()).add(process)
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -66,6 +81,10 @@ def run_file(
             returncode=None, seconds=time.monotonic() - started,
             stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
         )
+    finally:
+        if owner is not None:
+            with _live_lock:
+                _live.get(owner, set()).discard(process)
     seconds = time.monotonic() - started
     (workdir / "stdout.txt").write_text(stdout)
     (workdir / "stderr.txt").write_text(stderr)
@@ -79,6 +98,15 @@ def run_file(
     )
 
 
+def kill_owned(owner: int) -> int:
+    """Kill every live sandboxed process group of an owner (a cancelled job); return how many."""
+    with _live_lock:
+        processes = list(_live.get(owner, ()))
+    for process in processes:
+        _kill_group(process)
+    return len(processes)
+
+
 def _environment(workdir: Path, device: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_", "KERNELGEN_"))}
     env["TRITON_CACHE_DIR"] = str(workdir / ".triton-cache")
@@ -87,6 +115,13 @@ def _environment(workdir: Path, device: str) -> dict[str, str]:
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     return env
+
+
+def _kill_leftover(workdir: Path) -> None:
+    try:
+        os.killpg(int((workdir / PGID_FILE).read_text()), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass  # no record, or the group is gone already
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

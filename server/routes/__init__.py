@@ -1,0 +1,6 @@
+"""The API's routers, in the order the app mounts them."""
+
+from server.routes import artifacts, events, health, jobs, patterns
+
+ROUTERS = (jobs.router, events.router, artifacts.router, patterns.router)
+PUBLIC_ROUTERS = (health.router,)

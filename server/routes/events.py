@@ -1,0 +1,77 @@
+"""Follow a job's progress as a resumable server-sent event stream."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from sqlalchemy import Engine
+
+from server.deps import EngineDep, JobDep
+from server.errors import AUTH_ERRORS, INVALID, NOT_FOUND
+from server.schemas import FINAL_STATUSES
+from storage import crud
+from storage.models import JobEvent
+
+router = APIRouter(prefix="/jobs", tags=["events"], responses=AUTH_ERRORS)
+
+POLL_S = 0.2
+HEARTBEAT_S = 10.0
+SeqNumber = Annotated[int, Query(ge=0, le=2**31 - 1, description="Send only events after this sequence number.")]
+
+
+def format_event(event: JobEvent) -> str:
+    """Render one event as an SSE message."""
+    data = {"seq": event.seq, "stage": event.stage, "message": event.message,
+            "created_at": event.created_at.isoformat()}
+    stage = " ".join(event.stage.split()) or "progress"
+    return f"id: {event.seq}\nevent: {stage}\ndata: {json.dumps(data)}\n\n"
+
+
+def _poll(engine: Engine, job_id: int, after: int) -> tuple[str | None, list[JobEvent]]:
+    """Read the job's status, then its new events (in that order, so a final status means nothing is missing)."""
+    job = crud.get_job(engine, job_id)
+    return (job.status if job else None), crud.list_events(engine, job_id, after=after)
+
+
+async def stream_events(request: Request, engine: Engine, job_id: int, after: int) -> AsyncIterator[str]:
+    """Yield new events as they are recorded, heartbeats while idle, and `end` once the job is over."""
+    beat = time.monotonic()
+    while True:
+        status, events = await anyio.to_thread.run_sync(_poll, engine, job_id, after)
+        for event in events:
+            after = event.seq
+            yield format_event(event)
+        if status is None or status in FINAL_STATUSES:
+            yield f"event: end\ndata: {json.dumps({'status': status or 'deleted'})}\n\n"
+            return
+        if events:
+            beat = time.monotonic()
+        elif time.monotonic() - beat >= HEARTBEAT_S:
+            beat = time.monotonic()
+            yield ": heartbeat\n\n"
+        if await request.is_disconnected():
+            return
+        await anyio.sleep(POLL_S)
+
+
+@router.get("/{job_id}/events", summary="Follow a job's progress", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}},
+                             "description": "Server-sent events: one per stage message, then `end` with the status."}}
+            | NOT_FOUND | INVALID)
+def job_events(
+    request: Request, job: JobDep, engine: EngineDep, after: SeqNumber = 0,
+    last_event_id: Annotated[int | None, Header(ge=0, le=2**31 - 1, alias="Last-Event-ID",
+                                                description="Resume after this event (set by EventSource).")] = None,
+) -> StreamingResponse:
+    """Stream a job's events from the start, or after `Last-Event-ID` / `?after=`; ends once the job is over."""
+    assert job.id is not None
+    start = last_event_id if last_event_id is not None else after
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream_events(request, engine, job.id, start), media_type="text/event-stream",
+                             headers=headers)

@@ -1,0 +1,193 @@
+"""Request and response shapes of the HTTP API."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, Field, field_validator
+
+from agent.generators.base import LaunchConfig, parse_label
+from storage.models import JobPublic as StoredJobPublic
+from storage.models import Round
+
+Device = Literal["auto", "cuda", "npu", "cpu"]
+JobStatus = Literal["queued", "running", "verified", "failed", "rejected", "cancelled"]
+FINAL_STATUSES: tuple[str, ...] = ("verified", "failed", "rejected", "cancelled")
+
+# Bounds of launch parameters a client may start a job from (keeps a kernel's tiles a sane size).
+CONFIG_BOUNDS = {"BLOCK_SIZE": 1 << 16, "BLOCK_M": 1 << 10, "BLOCK_N": 1 << 16, "NUM_WARPS": 32,
+                 "NUM_STAGES": 8, "PROGRAMS_PER_SM": 64}
+POWERS_OF_TWO = ("BLOCK_SIZE", "BLOCK_M", "BLOCK_N", "NUM_WARPS")
+CONFIG_PATTERN = r"^(flat|rows|persistent): [A-Z_]+=\d{1,6}(, [A-Z_]+=\d{1,6})*$"
+
+
+def storable(text: str) -> str:
+    """Refuse text a database cannot store: NUL characters and lone surrogates."""
+    if "\x00" in text:
+        raise ValueError("must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("must be valid Unicode text") from exc
+    return text
+
+
+StorableText = Annotated[str, AfterValidator(storable)]
+
+
+def launch_config(label: str) -> LaunchConfig:
+    """Parse a configuration label like `flat: BLOCK_SIZE=256, NUM_WARPS=8`; ValueError if it is not one."""
+    config = parse_label(label.strip())
+    example = "a configuration like 'flat: BLOCK_SIZE=256, NUM_WARPS=8' (schedules: flat, rows, persistent)"
+    if config is None:
+        raise ValueError(f"must be {example}")
+    items = label.strip().partition(": ")[2].split(", ")
+    given = {key: int(value) for key, value in (item.split("=") for item in items)}
+    unknown = set(given) - set(config.constants())
+    if unknown:
+        raise ValueError(f"{', '.join(sorted(unknown))} is not a parameter of the {config.schedule} schedule")
+    for key, value in given.items():
+        if not 1 <= value <= CONFIG_BOUNDS[key]:
+            raise ValueError(f"{key} must be between 1 and {CONFIG_BOUNDS[key]}")
+        if key in POWERS_OF_TWO and value & (value - 1):
+            raise ValueError(f"{key} must be a power of two")
+    return config
+
+
+class JobOptions(BaseModel):
+    """How to run a job: the device, the optimization budget and where to start."""
+
+    device: Device = Field(default="auto", description="Where to run: auto, cuda, npu or cpu.")
+    target_speedup: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+                                         description="Speedup over eager PyTorch to aim for.")
+    rounds: int | None = Field(default=None, ge=1, le=5, description="Most optimization rounds (1-5).")
+    initial_config: StorableText | None = Field(default=None, max_length=200, pattern=CONFIG_PATTERN,
+                                                description="Start from this configuration.",
+                                                examples=["flat: BLOCK_SIZE=256, NUM_WARPS=8"])
+    llm: StorableText | None = Field(default=None, min_length=1, max_length=200,
+                                     description="'offline' or an LLM model name; default: the server's.")
+
+    @field_validator("initial_config")
+    @classmethod
+    def _known_config(cls, value: str | None) -> str | None:
+        if value is not None:
+            launch_config(value)
+        return value
+
+
+class JobCreate(JobOptions):
+    """A job to run: the operator spec in plain language, and its options."""
+
+    spec: StorableText = Field(min_length=1, description="The operator spec, in English or Chinese.",
+                               examples=["ReLU on a float32 tensor x of shape [64, 64]"])
+
+    @field_validator("spec")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class JobLinks(BaseModel):
+    """Where to follow a job."""
+
+    self: str
+    events: str
+    artifacts: str
+    zip: str
+    cancel: str
+
+    @classmethod
+    def of(cls, job_id: int) -> JobLinks:
+        """Build the links of a job."""
+        base = f"/jobs/{job_id}"
+        return cls(self=base, events=f"{base}/events", artifacts=f"{base}/artifacts", zip=f"{base}/artifacts.zip",
+                   cancel=f"{base}/cancel")
+
+
+class JobAccepted(BaseModel):
+    """A job just queued."""
+
+    id: int
+    status: JobStatus
+    links: JobLinks
+
+
+class JobPublic(StoredJobPublic):
+    """A job as listed."""
+
+
+class JobsPublic(BaseModel):
+    """A page of jobs, newest first."""
+
+    items: list[JobPublic]
+    total: int
+    offset: int
+    limit: int
+
+
+class RoundPublic(BaseModel):
+    """One measured version of a job's kernel, with its figures."""
+
+    id: int
+    job_id: int
+    index: int
+    edit_type: str
+    config: str
+    reason: str
+    accuracy_status: str
+    performance_status: str
+    speedup: float | None
+    pct_of_copy: float | None
+    accepted: bool
+    verdict: str
+    figures: dict[str, Any] = Field(description="Accuracy, performance, diagnosis, search and profile details.")
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Round) -> RoundPublic:
+        """Shape a round row, parsing its figures."""
+        try:
+            figures = json.loads(row.figures_json or "{}")
+        except ValueError:
+            figures = {}
+        fields = row.model_dump(exclude={"figures_json"})
+        return cls.model_validate(fields | {"figures": figures if isinstance(figures, dict) else {}})
+
+
+class JobDetail(JobPublic):
+    """A job with its place in the queue, its rounds and, when it failed, why."""
+
+    queue_position: int | None = Field(description="1-based place among queued jobs; null unless queued.")
+    rounds: list[RoundPublic]
+    error: str | None = Field(description="Why the job failed; null unless it failed.")
+    links: JobLinks
+
+
+class JobCancelled(BaseModel):
+    """A job whose cancellation was accepted."""
+
+    id: int
+    status: JobStatus
+
+
+class ArtifactPublic(BaseModel):
+    """A file a job produced."""
+
+    name: str
+    round_index: int | None
+    sha256: str
+    size: int = Field(description="Size in bytes (UTF-8).")
+    url: str
+
+
+class HealthPublic(BaseModel):
+    """Whether the service and its database answer, and how busy it is."""
+
+    status: Literal["ok", "degraded"]
+    database: str
+    queue: int
+    running: int

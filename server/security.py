@@ -1,0 +1,95 @@
+"""Bearer tokens, the loopback rule and the request body limit."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+
+from fastapi import HTTPException, status
+from fastapi.security import HTTPAuthorizationCredentials
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether a bind address reaches this machine only."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def active_tokens(tokens: list[str]) -> list[str]:
+    """Return the configured tokens that are not blank."""
+    return [token for token in tokens if token.strip()]
+
+
+def token_matches(given: str, tokens: list[str]) -> bool:
+    """Compare a token against every configured one in constant time."""
+    found = False
+    for token in tokens:
+        found |= hmac.compare_digest(given.encode(), token.encode())
+    return found
+
+
+def check_bearer(credentials: HTTPAuthorizationCredentials | None, tokens: list[str]) -> None:
+    """Raise 401 unless the request carries one of the tokens (no tokens: everyone passes)."""
+    if not tokens:
+        return
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)",
+                            headers=challenge)
+    if not token_matches(credentials.credentials, tokens):
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid bearer token", headers=challenge)
+
+
+class BodyLimitMiddleware:
+    """Answer 413 when a request body is larger than the limit, by header or by what arrives."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Read the body up to the limit, then hand it to the app."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            code = 413 if length.isdigit() else 400
+            await self._refuse(send, code, "request body too large" if code == 413 else "bad Content-Length")
+            return
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                await self._refuse(send, 413, "request body too large")
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send, code: int, detail: str) -> None:
+        """Send a JSON error, with the limit in the message."""
+        text = f"{detail} (limit {self.max_bytes} bytes)" if code == 413 else detail
+        body = json.dumps({"detail": text}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                   (b"connection", b"close")]
+        await send({"type": "http.response.start", "status": code, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,185 @@
+"""Run jobs for the HTTP service: queue, durable graph runs keyed by job, cancel, recovery after a restart."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from agent.context import JobContext
+from agent.graph import build_graph
+from agent.runner import RECURSION_LIMIT
+from agent.runtime.sandbox import current_owner, kill_owned
+from agent.state import JobRequest
+from kernelgen.settings import Settings
+from server.checkpoints import make_checkpointer
+from server.executor import Executor, LocalExecutor
+from storage import crud
+from storage.db import make_engine
+
+log = logging.getLogger(__name__)
+
+FINAL_STATUSES = ("verified", "failed", "rejected", "cancelled")
+# A job interrupted this many times (server killed while it ran) is failed rather than resumed again.
+MAX_RESTARTS = 3
+
+
+class JobCancelled(Exception):
+    """Raised inside a job's graph run when the job was cancelled."""
+
+
+class JobService:
+    """Own the database, the checkpointer and the executor; the API calls only these methods."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine = make_engine(settings.database_url)
+        self.checkpointer = make_checkpointer(settings)
+        self.graph = build_graph(self.checkpointer)
+        self.measure_lock = threading.Lock()  # one measuring (timing, profiling) job at a time per accelerator
+        self._cancels: dict[int, threading.Event] = {}
+        self._stopping = threading.Event()
+        self._executor: Executor | None = None
+
+    def start(self) -> None:
+        """Start the workers, then requeue jobs a previous process left queued or running."""
+        self._executor = LocalExecutor(self._run, self.settings.concurrency)
+        self._recover()
+
+    def stop(self) -> None:
+        """Stop the workers; running jobs halt at their next step and resume from their checkpoint at the next start."""
+        self._stopping.set()
+        if self._executor is not None:
+            for job_id in self._executor.running():
+                kill_owned(job_id)
+            self._executor.shutdown()
+
+    def submit(self, request: JobRequest) -> int:
+        """Record a queued job with its options and hand it to the executor."""
+        if len(request.spec_text.encode()) > self.settings.max_spec_bytes:
+            raise ValueError(f"the spec is longer than {self.settings.max_spec_bytes} bytes")
+        options = request.model_dump_json(exclude={"spec_text"})
+        job_id = crud.create_job(self.engine, request.spec_text, "", status="queued", options_json=options)
+        if not request.out_dir:  # the folder is named after the id, known only now
+            out_dir = str(self.settings.artifact_root / f"job-{job_id}")
+            options = request.model_copy(update={"out_dir": out_dir}).model_dump_json(exclude={"spec_text"})
+            crud.update_job(self.engine, job_id, out_dir=out_dir, options_json=options)
+        crud.add_event(self.engine, job_id, "queued", "job queued")
+        self._executor_or_fail().submit(job_id)
+        return job_id
+
+    def cancel(self, job_id: int) -> bool:
+        """Cancel a queued or running job; False when it is unknown or already finished."""
+        job = crud.get_job(self.engine, job_id)
+        if job is None or job.status in FINAL_STATUSES:
+            return False
+        crud.update_job(self.engine, job_id, cancel_requested=True)
+        if self._executor_or_fail().withdraw(job_id) or job.status == "queued" and job_id not in self.running():
+            self._finish_cancelled(job_id)
+            return True
+        self._cancels.setdefault(job_id, threading.Event()).set()
+        killed = kill_owned(job_id)
+        log.info("job %s: cancel requested, %d sandboxed runs killed", job_id, killed)
+        return True
+
+    def queue_position(self, job_id: int) -> int | None:
+        """Return a queued job's 1-based place in the queue, or None."""
+        return self._executor_or_fail().queue_position(job_id)
+
+    def running(self) -> list[int]:
+        """List the jobs running now."""
+        return self._executor_or_fail().running()
+
+    def queued(self) -> int:
+        """Count the jobs waiting in the queue."""
+        return len(crud.jobs_with_status(self.engine, ("queued",)))
+
+    def _executor_or_fail(self) -> Executor:
+        if self._executor is None:
+            raise RuntimeError("the job service is not started")
+        return self._executor
+
+    def _recover(self) -> None:
+        for job in crud.jobs_with_status(self.engine, ("queued", "running")):
+            assert job.id is not None
+            if job.cancel_requested:
+                self._finish_cancelled(job.id)
+                continue
+            if job.status == "running":
+                restarts = sum(1 for e in crud.list_events(self.engine, job.id) if e.stage == "restart")
+                if restarts >= MAX_RESTARTS:
+                    self._fail(job.id, f"the service stopped {restarts + 1} times while this job ran; not resumed "
+                                       "again (see its events for the last stage reached)")
+                    continue
+                crud.add_event(self.engine, job.id, "restart",
+                               "the service restarted while this job ran: it resumes from its last checkpoint")
+                crud.update_job(self.engine, job.id, status="queued")
+            self._executor_or_fail().submit(job.id)
+
+    def _run(self, job_id: int) -> None:
+        job = crud.get_job(self.engine, job_id)
+        if job is None or job.status in FINAL_STATUSES:
+            return
+        if job.cancel_requested:
+            self._finish_cancelled(job_id)
+            return
+        cancel = self._cancels.setdefault(job_id, threading.Event())
+        if cancel.is_set():
+            self._finish_cancelled(job_id)
+            return
+        try:
+            options = json.loads(job.options_json or "{}")
+            request = JobRequest.model_validate(options | {"spec_text": job.spec_text})
+        except ValueError as exc:
+            self._fail(job_id, f"the job's stored options cannot be read: {exc}")
+            return
+        crud.update_job(self.engine, job_id, status="running")
+        context = JobContext(
+            engine=self.engine, work_dir=self.settings.work_dir,
+            accuracy_timeout_s=self.settings.accuracy_timeout_s,
+            performance_timeout_s=self.settings.performance_timeout_s,
+            profile_timeout_s=self.settings.profile_timeout_s,
+            report=self._reporter(job_id, cancel), measure_lock=self.measure_lock,
+        )
+        config: Any = {"configurable": {"thread_id": f"job-{job_id}"}, "recursion_limit": RECURSION_LIMIT}
+        token = current_owner.set(job_id)
+        try:
+            snapshot = self.graph.get_state(config)
+            if snapshot.values and snapshot.next:
+                crud.add_event(self.engine, job_id, "resume",
+                               f"resuming from the checkpoint before {', '.join(snapshot.next)}")
+                self.graph.invoke(None, config=config, context=context)
+            elif snapshot.values:  # the graph had finished; only the status write was lost
+                status = str(snapshot.values.get("status", "failed"))
+                crud.update_job(self.engine, job_id, status=status if status in FINAL_STATUSES else "failed")
+            else:
+                self.graph.invoke({"job_id": job_id, "request": request}, config=config, context=context)
+        except JobCancelled:
+            if self._stopping.is_set() and not cancel.is_set():
+                log.info("job %s halted by shutdown; it resumes at the next start", job_id)
+            else:
+                self._finish_cancelled(job_id)
+        except Exception as exc:  # the job fails with its reason; the service goes on
+            log.exception("job %s failed", job_id)
+            self._fail(job_id, f"{type(exc).__name__}: {exc}")
+        finally:
+            current_owner.reset(token)
+            self._cancels.pop(job_id, None)
+
+    def _reporter(self, job_id: int, cancel: threading.Event) -> Callable[[str, str], None]:
+        def report(stage: str, message: str) -> None:
+            crud.add_event(self.engine, job_id, stage, message)
+            if cancel.is_set() or self._stopping.is_set():
+                raise JobCancelled()
+
+        return report
+
+    def _finish_cancelled(self, job_id: int) -> None:
+        crud.add_event(self.engine, job_id, "cancelled", "job cancelled")
+        crud.update_job(self.engine, job_id, status="cancelled", message="cancelled on request")
+
+    def _fail(self, job_id: int, reason: str) -> None:
+        crud.add_event(self.engine, job_id, "error", reason)
+        crud.update_job(self.engine, job_id, status="failed", message=reason)
