@@ -147,13 +147,17 @@ class JobService:
         token = current_owner.set(job_id)
         try:
             snapshot = self.graph.get_state(config)
-            if snapshot.values and snapshot.next:
-                crud.add_event(self.engine, job_id, "resume",
-                               f"resuming from the checkpoint before {', '.join(snapshot.next)}")
+            if snapshot.values and snapshot.tasks:
+                # `tasks` also lists steps whose writes were saved before the kill (they are not in `next`).
+                pending = ", ".join(dict.fromkeys(task.name for task in snapshot.tasks))
+                crud.add_event(self.engine, job_id, "resume", f"resuming from the last checkpoint, at {pending}")
                 self.graph.invoke(None, config=config, context=context)
-            elif snapshot.values:  # the graph had finished; only the status write was lost
-                status = str(snapshot.values.get("status", "failed"))
-                crud.update_job(self.engine, job_id, status=status if status in FINAL_STATUSES else "failed")
+            elif snapshot.values:  # the graph had reached its end; only the final status write was lost
+                status = str(snapshot.values.get("status", ""))
+                if status not in FINAL_STATUSES:
+                    self._fail(job_id, "the job's graph ended without a final status")
+                else:
+                    crud.update_job(self.engine, job_id, status=status)
             else:
                 self.graph.invoke({"job_id": job_id, "request": request}, config=config, context=context)
         except JobCancelled:

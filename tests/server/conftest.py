@@ -13,9 +13,9 @@ from kernelgen.settings import Settings
 from tests.server.live import LiveServer, database, serve
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgresql"])
 def db_kind(request: pytest.FixtureRequest) -> str:
-    """Which database the server uses (test modules may parametrize postgresql too)."""
+    """Which database the server uses: every API test runs on both (PostgreSQL when CI provides it)."""
     return str(request.param)
 
 

@@ -6,12 +6,9 @@ import threading
 import time
 from collections.abc import Callable
 
-import pytest
-
 from tests.server.live import FINAL, RELU, SLOW, LiveServer, submit, wait_final, wait_status
 
 
-@pytest.mark.parametrize("db_kind", ["sqlite", "postgresql"])
 def test_a_submitted_job_is_verified_and_shows_its_rounds(live: LiveServer) -> None:
     with live.client() as client:
         response = client.post("/jobs", json={"spec": RELU, "device": "cpu", "rounds": 2, "target_speedup": 1.5})

@@ -8,7 +8,6 @@ from server.routes import events
 from tests.server.live import RELU, SLOW, LiveServer, read_stream, submit
 
 
-@pytest.mark.parametrize("db_kind", ["sqlite", "postgresql"])
 def test_the_stream_follows_a_job_to_the_end(live: LiveServer) -> None:
     with live.client(timeout=120) as client:
         job_id = submit(client, RELU)

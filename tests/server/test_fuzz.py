@@ -27,7 +27,6 @@ def wait_idle(live: LiveServer, timeout: float = 120.0) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")  # from schemathesis itself
-@pytest.mark.parametrize("db_kind", ["sqlite", "postgresql"])
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_no_operation_fails_on_generated_input(start_server: Callable[..., LiveServer], mode: GenerationMode) -> None:
     live = start_server(api_tokens=[TOKEN], concurrency=1, max_request_bytes=64 * 1024, max_spec_bytes=4096)
