@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import Engine
+
 from agent.context import JobContext
 from agent.graph import build_graph
 from agent.state import JobRequest, JobState
@@ -16,16 +18,20 @@ from storage.db import make_engine
 RECURSION_LIMIT = 150
 
 
+def job_context(settings: Settings, engine: Engine, report: Callable[[str, str], None], **extra: Any) -> JobContext:
+    """Build a job's run-time context from the settings (the CLI and the service alike)."""
+    return JobContext(
+        engine=engine, work_dir=settings.work_dir, accuracy_timeout_s=settings.accuracy_timeout_s,
+        performance_timeout_s=settings.performance_timeout_s, profile_timeout_s=settings.profile_timeout_s,
+        report=report, **extra,
+    )
+
+
 def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str], None]) -> JobState:
     """Create the job row, run the graph to the end and return the final state."""
     engine = make_engine(settings.database_url)
     job_id = crud.create_job(engine, request.spec_text, request.out_dir or request.out_root)
-    context = JobContext(
-        engine=engine, work_dir=settings.work_dir,
-        accuracy_timeout_s=settings.accuracy_timeout_s, performance_timeout_s=settings.performance_timeout_s,
-        profile_timeout_s=settings.profile_timeout_s,
-        report=report,
-    )
+    context = job_context(settings, engine, report)
     initial: dict[str, Any] = {"job_id": job_id, "request": request}
     try:
         final = build_graph().invoke(

@@ -7,16 +7,7 @@
 set -uo pipefail
 out=${1:?output folder}; target=${2:?target speedup}; spec_a=${3:?spec A}; spec_b=${4:?spec B}
 mkdir -p "$out"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl .whl/fallback/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD || exit 1
-else
-  export PYTHONPATH=$PWD
-fi
-export PYTHONUNBUFFERED=1 KERNELGEN_WORK_DIR=/tmp/kg-work
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/gpu.txt"
-(command -v ncu && ncu --version | tail -1) | tee -a "$out/gpu.txt"
+. scripts/_device_env.sh "$out"
 
 job() {  # job NAME DATABASE SPEC [kernelgen run options...]
   local name=$1 db=$2 spec=$3; shift 3

@@ -7,15 +7,8 @@ out=${1:?output folder}
 rounds=${2:-3}
 set_name=${3:-main}
 mkdir -p "$out"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl .whl/fallback/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD || exit 1
-else
-  export PYTHONPATH=$PWD
-fi
-export PYTHONUNBUFFERED=1 KERNELGEN_DATABASE_URL="sqlite:///$out/kernelgen.db" KERNELGEN_WORK_DIR=/tmp/kg-work
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/gpu.txt"
+. scripts/_device_env.sh "$out"
+export KERNELGEN_DATABASE_URL="sqlite:///$out/kernelgen.db"
 if [ "$set_name" = main ] || [ "$set_name" = first ]; then
   specs=(
     "fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]"

@@ -8,9 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agent.context import JobContext
 from agent.graph import build_graph
-from agent.runner import RECURSION_LIMIT
+from agent.runner import RECURSION_LIMIT, job_context
 from agent.runtime.sandbox import current_owner, kill_owned
 from agent.state import JobRequest
 from kernelgen.settings import Settings
@@ -92,10 +91,6 @@ class JobService:
         """List the jobs running now."""
         return self._executor_or_fail().running()
 
-    def queued(self) -> int:
-        """Count the jobs waiting in the queue."""
-        return len(crud.jobs_with_status(self.engine, ("queued",)))
-
     def _executor_or_fail(self) -> Executor:
         if self._executor is None:
             raise RuntimeError("the job service is not started")
@@ -136,13 +131,8 @@ class JobService:
             self._fail(job_id, f"the job's stored options cannot be read: {exc}")
             return
         crud.update_job(self.engine, job_id, status="running")
-        context = JobContext(
-            engine=self.engine, work_dir=self.settings.work_dir,
-            accuracy_timeout_s=self.settings.accuracy_timeout_s,
-            performance_timeout_s=self.settings.performance_timeout_s,
-            profile_timeout_s=self.settings.profile_timeout_s,
-            report=self._reporter(job_id, cancel), measure_lock=self.measure_lock,
-        )
+        context = job_context(self.settings, self.engine, self._reporter(job_id, cancel),
+                              measure_lock=self.measure_lock)
         config: Any = {"configurable": {"thread_id": f"job-{job_id}"}, "recursion_limit": RECURSION_LIMIT}
         token = current_owner.set(job_id)
         try:

@@ -16,7 +16,7 @@ def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     request, spec, ctx = state["request"], state["spec"], runtime.context
     config, reason = request.initial_config, "first version at the configuration the request asked for"
     if config is None:
-        config, reason = _best_known(state)
+        config, reason = _best_known(state, set(ctx.generator.schedules(spec)))
     if config is None:
         config = ctx.generator.default_config(spec, "flat", state["device"])
         reason = "first version from the offline generator at its default configuration"
@@ -29,9 +29,8 @@ def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     return {"files": files, "pending": pending}
 
 
-def _best_known(state: JobState) -> tuple[LaunchConfig | None, str]:
+def _best_known(state: JobState, schedules: set[str]) -> tuple[LaunchConfig | None, str]:
     """Start from the configuration that reached the highest speedup for this category on this device."""
-    schedules = {"flat", "rows", "persistent"}
     helped = [p for p in state.get("patterns", []) if p.times_helped and p.best_speedup]
     for pattern in sorted(helped, key=lambda p: -(p.best_speedup or 0.0)):
         config = parse_label(pattern.params_after)

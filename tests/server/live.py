@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import uvicorn
-from sqlalchemy import text
 
 from kernelgen.settings import Settings
 from server.app import create_app
-from storage.db import make_engine
+from tests.databases import database_url
 
-POSTGRES_URL = os.environ.get("KERNELGEN_TEST_POSTGRES_URL")
 FINAL = ("verified", "failed", "rejected", "cancelled")
 RELU = "ReLU on a float32 tensor x of shape [64, 64]"
 # Several shapes and dtypes: the accuracy stage takes a while, so the job is still running when cancelled.
@@ -75,24 +70,9 @@ def serve(settings: Settings) -> Iterator[LiveServer]:
         sock.close()
 
 
-@contextmanager
-def database(kind: str, tmp_path: Path) -> Iterator[str]:
+def database(kind: str, tmp_path: Path) -> AbstractContextManager[str]:
     """Give a fresh database URL: a SQLite file, or a private schema of the test PostgreSQL."""
-    if kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'kg.db'}"
-        return
-    if not POSTGRES_URL:
-        pytest.skip("KERNELGEN_TEST_POSTGRES_URL is not set (.ci/run sets it after starting PostgreSQL)")
-    schema = f"t_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    return database_url(kind, tmp_path)
 
 
 def submit(client: httpx.Client, spec: str = RELU, **options: Any) -> int:

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.databases import database_url
+
 # Several dtypes and shapes keep the job in its accuracy test for a few seconds on this CPU.
 SLOW_SPEC = "fused bias-add + GELU, x [512, 1000] fp32/fp16/bf16, bias [1000]"
 FINAL = {"verified", "failed", "rejected", "cancelled"}
@@ -143,30 +145,11 @@ def _events(server: Server, job_id: int) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_job_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> None:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'kg.db'}"
-    else:
-        base = os.environ.get("KERNELGEN_TEST_POSTGRES_URL")
-        if not base:
-            pytest.skip("KERNELGEN_TEST_POSTGRES_URL is not set (.ci/run sets it after starting PostgreSQL)")
-        url = _fresh_postgres_schema(base)
-    outcomes = [_one_kill_and_restart(tmp_path / f"run{i}", _per_run(url, tmp_path / f"run{i}", backend))
-                for i in range(LOOPS)]
+    outcomes = []
+    for i in range(LOOPS):
+        folder = tmp_path / f"run{i}"
+        folder.mkdir()
+        with database_url(backend, folder) as url:
+            outcomes.append(_one_kill_and_restart(folder, url))
     if LOOPS > 1:
         (ROOT / "docs" / f"restart_loop_{backend}.json").write_text(json.dumps({"runs": LOOPS, "outcomes": outcomes}))
-
-
-def _per_run(url: str, folder: Path, backend: str) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{folder / 'kg.db'}" if backend == "sqlite" else _fresh_postgres_schema(url.split("?")[0])
-
-
-def _fresh_postgres_schema(base: str) -> str:
-    import uuid
-
-    from sqlalchemy import create_engine, text
-
-    schema = f"r_{uuid.uuid4().hex[:8]}"
-    with create_engine(base).begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    return f"{base}?options=-csearch_path%3D{schema}"

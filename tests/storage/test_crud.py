@@ -1,29 +1,21 @@
 """Jobs, rounds and artifacts survive in SQLite and PostgreSQL alike."""
 
-import os
-import uuid
+
+from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from storage import crud
 from storage.db import make_engine
 from storage.models import Round
-
-POSTGRES_URL = os.environ.get("KERNELGEN_TEST_POSTGRES_URL")
+from tests.databases import database_url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path) -> Engine:  # type: ignore[no-untyped-def]
-    if request.param == "sqlite":
-        return make_engine(f"sqlite:///{tmp_path / 'nested' / 'kg.db'}")
-    if not POSTGRES_URL:
-        pytest.skip("KERNELGEN_TEST_POSTGRES_URL is not set (.ci/run sets it after starting PostgreSQL)")
-    schema = f"t_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    return make_engine(f"{POSTGRES_URL}?options=-csearch_path%3D{schema}")
+def engine(request: pytest.FixtureRequest, tmp_path) -> Iterator[Engine]:  # type: ignore[no-untyped-def]
+    with database_url(request.param, tmp_path / "nested") as url:  # the SQLite folder does not exist yet
+        yield make_engine(url)
 
 
 def test_a_job_keeps_its_rounds_and_artifacts(engine: Engine) -> None:

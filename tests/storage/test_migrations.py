@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,8 @@ from sqlmodel import Session, SQLModel, select
 
 from storage.db import alembic_config, make_engine
 from storage.models import Job
+from tests.databases import database_url
 
-POSTGRES_URL = os.environ.get("KERNELGEN_TEST_POSTGRES_URL")
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 # The tables as create_all made them before Alembic: job/round/artifact (0001), then optimizationpattern (0002).
@@ -52,19 +51,8 @@ CREATE INDEX ix_optimizationpattern_category ON optimizationpattern (category)
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'kg.db'}"
-        return
-    if not POSTGRES_URL:
-        pytest.skip("KERNELGEN_TEST_POSTGRES_URL is not set (.ci/run sets it after starting PostgreSQL)")
-    schema = f"t_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(POSTGRES_URL)  # not make_engine: leave the shared schema alone
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
-    with admin.begin() as connection:
-        connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    admin.dispose()
+    with database_url(request.param, tmp_path) as fresh:
+        yield fresh
 
 
 def _version(engine: Engine) -> str | None:

@@ -1,21 +1,18 @@
 """The pattern store counts what each change did, on SQLite and PostgreSQL alike, even under concurrent jobs."""
 
-import os
 import threading
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, event
 
 from storage import crud
 from storage.db import make_engine
 from storage.models import OptimizationPattern
-
-POSTGRES_URL = os.environ.get("KERNELGEN_TEST_POSTGRES_URL")
+from tests.databases import database_url
 
 ROWS = "rows: BLOCK_M=4, BLOCK_N=1024, NUM_WARPS=4"
 FLAT = "flat: BLOCK_SIZE=1024, NUM_WARPS=4"
@@ -23,19 +20,8 @@ FLAT = "flat: BLOCK_SIZE=1024, NUM_WARPS=4"
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'kg.db'}"
-        return
-    if not POSTGRES_URL:
-        pytest.skip("KERNELGEN_TEST_POSTGRES_URL is not set (.ci/run sets it after starting PostgreSQL)")
-    schema = f"t_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
-    with admin.begin() as connection:
-        connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    admin.dispose()
+    with database_url(request.param, tmp_path) as fresh:
+        yield fresh
 
 
 @pytest.fixture
