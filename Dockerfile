@@ -8,6 +8,7 @@ COPY agent agent
 COPY kernelgen kernelgen
 COPY server server
 COPY storage storage
+COPY prompts prompts
 RUN pip install --no-cache-dir .
 ENV KERNELGEN_DATABASE_URL=sqlite:////data/kernelgen.db KERNELGEN_WORK_DIR=/data/work \
     KERNELGEN_ARTIFACT_ROOT=/data/jobs

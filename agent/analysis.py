@@ -47,7 +47,8 @@ def analyse(spec: OpSpec, device: DeviceInfo) -> Analysis:
     else:
         peak = PEAKS[REFERENCE_DEVICE]
         name, gbs, tflops, reference = f"{REFERENCE_DEVICE} (reference)", peak["gbs"], peak["tflops"], True
-    per_element = flops(parse_formula(spec.formula))
+    per_element = (round(spec.flops_per_output) if spec.category == "custom"
+                   else flops(parse_formula(spec.formula)))
     cases = []
     for shapes in spec.shape_cases():
         out_shape = spec.output_shape(shapes)

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 
 from agent.generators.base import Generator
 from agent.generators.offline.elementwise import ElementwiseGenerator
+from agent.llm.client import LlmClient
 
 
 def _quiet(stage: str, message: str) -> None:
@@ -31,3 +32,5 @@ class JobContext:
     report: Callable[[str, str], None] = _quiet
     # Held while timing or profiling: one measuring job per accelerator (the service shares one lock).
     measure_lock: AbstractContextManager[object] = field(default_factory=threading.Lock)
+    # The job's LLM endpoint; None: the offline generator alone (it rejects what it does not know).
+    llm: LlmClient | None = None

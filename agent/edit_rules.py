@@ -34,25 +34,27 @@ def check_edit_rule(edit_type: EditType, old_files: dict[str, str], new_files: d
     baseline_name = f"{op}_baseline.py"
     parameters: dict[str, str | None] = {}
     for name in (triton_name, baseline_name):
-        parameters[name] = _parameters(trees[name], op)
+        parameters[name] = entry_parameters(trees[name], op)
         if parameters[name] is None:
             return f"{name} does not define the entry point {op}() at module level"
     if parameters[triton_name] != parameters[baseline_name]:
         return f"the entry point {op}() takes different parameters in {triton_name} and {baseline_name}"
     for name in names[2:]:
-        imported = _imported_modules(trees[name])
+        imported = imported_modules(trees[name])
         absent = [module for module in (f"{op}_triton", f"{op}_baseline") if module not in imported]
         if absent:
             return f"{name} no longer imports {' and '.join(absent)}: it must use both the kernel and the baseline"
     return None
 
 
-def _parameters(tree: ast.Module, entry: str) -> str | None:
+def entry_parameters(tree: ast.Module, entry: str) -> str | None:
+    """Return a comparable dump of the entry point's parameters, or None if it is not defined at module level."""
     node = find_entry(tree, entry)
     return None if node is None else ast.dump(node.args)
 
 
-def _imported_modules(tree: ast.Module) -> set[str]:
+def imported_modules(tree: ast.Module) -> set[str]:
+    """Return the modules a file imports, by name (also `from pkg import module`)."""
     modules: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -9,21 +9,32 @@ from sqlalchemy import Engine
 
 from agent.context import JobContext
 from agent.graph import build_graph
+from agent.llm.client import LlmCall, LlmClient
+from agent.llm.config import resolve_llm
 from agent.state import JobRequest, JobState
 from kernelgen.settings import Settings
 from storage import crud
 from storage.db import make_engine
 
-# Each round visits about eight nodes; this leaves room for five rounds and refusals.
-RECURSION_LIMIT = 150
+# Each round visits about eight nodes, each repair about four: room for five rounds, five repairs per failing
+# version (the settings' cap) and refusals.
+RECURSION_LIMIT = 300
 
 
-def job_context(settings: Settings, engine: Engine, report: Callable[[str, str], None], **extra: Any) -> JobContext:
+def job_context(
+    settings: Settings, engine: Engine, report: Callable[[str, str], None], *, job_id: int, llm: str | None,
+    **extra: Any,
+) -> JobContext:
     """Build a job's run-time context from the settings (the CLI and the service alike)."""
+    config = resolve_llm(llm, settings)
+
+    def record(call: LlmCall) -> None:
+        crud.record_llm_call(engine, job_id, call.uid, **call.model_dump(exclude={"uid"}))
+
     return JobContext(
         engine=engine, work_dir=settings.work_dir, accuracy_timeout_s=settings.accuracy_timeout_s,
         performance_timeout_s=settings.performance_timeout_s, profile_timeout_s=settings.profile_timeout_s,
-        report=report, **extra,
+        report=report, llm=LlmClient(config, record) if config is not None else None, **extra,
     )
 
 
@@ -31,7 +42,7 @@ def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str]
     """Create the job row, run the graph to the end and return the final state."""
     engine = make_engine(settings.database_url)
     job_id = crud.create_job(engine, request.spec_text, request.out_dir or request.out_root)
-    context = job_context(settings, engine, report)
+    context = job_context(settings, engine, report, job_id=job_id, llm=request.llm)
     initial: dict[str, Any] = {"job_id": job_id, "request": request}
     try:
         final = build_graph().invoke(

@@ -11,7 +11,8 @@ from agent.expr import FormulaError, names, parse_formula
 
 DType = Literal["float32", "float16", "bfloat16"]
 Device = Literal["auto", "cuda", "npu", "cpu"]
-Category = Literal["elementwise"]
+# elementwise: the offline formula language; custom: an LLM-read spec, its semantics in words.
+Category = Literal["elementwise", "custom"]
 
 SUPPORTED_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 MAX_ROUNDS = 5
@@ -58,7 +59,7 @@ class ScalarSpec(BaseModel):
     """A scalar parameter of the operator, with its default value."""
 
     name: str
-    value: float
+    value: int | float  # an int stays an int: dim=-1 must not reach torch as -1.0
 
 
 class OpSpec(BaseModel):
@@ -75,6 +76,10 @@ class OpSpec(BaseModel):
     target_speedup: float = Field(default=1.0, gt=0)
     tolerances: dict[str, Tolerance] = Field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     max_rounds: int = Field(default=MAX_ROUNDS, ge=1, le=MAX_ROUNDS)
+    # custom only: the output shape of each shape case, odd shapes worth testing, FLOPs per output element.
+    output_shapes: list[list[int]] = []
+    edge_cases: list[dict[str, list[int]]] = []
+    flops_per_output: float = Field(default=0.0, ge=0)
 
     @field_validator("name", "output")
     @classmethod
@@ -85,6 +90,8 @@ class OpSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> OpSpec:
+        if self.category == "custom":
+            return self._consistent_custom()
         try:
             expr = parse_formula(self.formula)
         except FormulaError as exc:
@@ -116,6 +123,30 @@ class OpSpec(BaseModel):
             self.tolerances.setdefault(dtype, DEFAULT_TOLERANCES[dtype])
         return self
 
+    def _consistent_custom(self) -> OpSpec:
+        if not self.formula.strip():
+            raise ValueError("a custom operator needs its semantics in words or a formula")
+        declared = [t.name for t in self.inputs] + [p.name for p in self.params]
+        if len(set(declared)) != len(declared):
+            raise ValueError(f"names are declared twice: {declared}")
+        for name in [*declared, self.name]:
+            self._identifier(name)
+        if self.output in declared:
+            raise ValueError(f"the output name {self.output!r} clashes with an input")
+        cases = self.shape_cases()
+        if len(self.output_shapes) != len(cases):
+            raise ValueError(f"give one output shape per shape case: {len(cases)} cases, "
+                             f"{len(self.output_shapes)} output shapes")
+        for shape in [*self.output_shapes, *(s for case in self.edge_cases for s in case.values())]:
+            if not shape or any(d <= 0 for d in shape):
+                raise ValueError(f"shape {shape} must list positive sizes")
+        for case in self.edge_cases:
+            if set(case) != {t.name for t in self.inputs}:
+                raise ValueError(f"edge case {case} must give a shape for every input")
+        for dtype in {d for t in self.inputs for d in t.dtypes}:
+            self.tolerances.setdefault(dtype, DEFAULT_TOLERANCES[dtype])
+        return self
+
     def shape_cases(self) -> list[dict[str, list[int]]]:
         """Return one {input: shape} mapping per shape case the spec lists."""
         count = max(len(t.shapes) for t in self.inputs)
@@ -135,7 +166,9 @@ class OpSpec(BaseModel):
         return result
 
     def output_shape(self, case: dict[str, list[int]]) -> list[int]:
-        """Return the broadcast output shape of one shape case."""
+        """Return the output shape of one shape case (broadcast; a custom op lists its own)."""
+        if self.category == "custom":
+            return list(self.output_shapes[self.shape_cases().index(case)])
         aligned = self.aligned_shapes(case)
         return broadcast_shape([aligned[t.name] for t in self.inputs], [t.name for t in self.inputs])
 

@@ -25,7 +25,7 @@ class JobRequest(BaseModel):
     rounds: int | None = None  # overrides the spec's max rounds
     target_speedup: float | None = None  # overrides the spec's target
     initial_config: LaunchConfig | None = None  # start from a given (even poor) configuration
-    llm: str | None = None  # "offline" or an LLM model name; None: the configured default
+    llm: Literal["auto", "offline", "openai"] | None = None  # None: the configured default (KERNELGEN_LLM)
 
 
 class RoundRecord(BaseModel):
@@ -50,6 +50,8 @@ class RoundRecord(BaseModel):
     diagnosis: dict[str, Any] = {}  # the structured diagnosis that motivated the change
     search: dict[str, Any] = {}  # the configuration space and every configuration measured
     profile: dict[str, Any] = {}  # roofline placement and hardware counters of this version
+    origin: str = "offline"  # who wrote this version: the offline templates or the LLM
+    repair_of: int | None = None  # the failed version this round tries to repair
 
 
 class JobState(TypedDict, total=False):
@@ -73,3 +75,10 @@ class JobState(TypedDict, total=False):
     patterns: list[PatternHint]  # what earlier jobs on this device and category learned
     status: JobStatus
     message: str
+    generator: str  # offline, or openai:<model>
+    last_files: KernelFiles  # the files of the round just logged (a repair starts from them)
+    first_files: KernelFiles  # the first version's files (its reference is the job's until a version passes)
+    repair_attempts: int  # repairs since the last version that passed accuracy
+    max_repairs: int  # the LLM's repair budget per failing version (0 offline)
+    llm_proposal: dict[str, Any] | None  # the model's diagnosis that the next (LLM) edit carries out
+    llm_error: str  # why the LLM stopped answering: the job ends with its best version, if any

@@ -39,8 +39,14 @@ def run(
     initial_config: Annotated[str | None, typer.Option(
         help="Start from this configuration, e.g. 'rows: BLOCK_M=2, BLOCK_N=1024, NUM_WARPS=4' "
              "[env KERNELGEN_INITIAL_CONFIG].")] = None,
+    llm: Annotated[str | None, typer.Option(
+        help="offline | openai | auto: auto uses the LLM when an endpoint is set [env KERNELGEN_LLM].")] = None,
+    llm_base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1 [env KERNELGEN_LLM_BASE_URL].")] = None,
+    llm_model: Annotated[str | None, typer.Option(help="Model name [env KERNELGEN_LLM_MODEL].")] = None,
 ) -> None:
     """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel."""
+    from agent.llm.config import LlmConfigError, resolve_llm
     from agent.parsing import split_tasks
     from agent.runner import run_job
 
@@ -50,6 +56,12 @@ def run(
         raise typer.BadParameter("give the spec text or --file, not both and not neither")
     text = file.read_text(encoding="utf-8") if file is not None else str(spec)
     settings = Settings()
+    overrides = {k: v for k, v in (("llm_base_url", llm_base_url), ("llm_model", llm_model)) if v is not None}
+    settings = settings.model_copy(update=overrides) if overrides else settings
+    try:
+        resolve_llm(llm, settings)
+    except LlmConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--llm") from None
     initial = None
     label = initial_config or settings.initial_config
     if label:
@@ -68,7 +80,7 @@ def run(
         request = JobRequest(
             spec_text=task, out_dir=str(out) if single else None, out_root=str(out or "kernelgen_out"),
             device=device, rounds=rounds,
-            target_speedup=target_speedup, initial_config=initial,
+            target_speedup=target_speedup, initial_config=initial, llm=llm,  # type: ignore[arg-type]
         )
         final = run_job(request, settings, _print_stage)
         _print_summary(final)
@@ -82,8 +94,8 @@ def _print_stage(stage: str, message: str) -> None:
 
 def _print_summary(final: JobState) -> None:
     status = final.get("status", "failed")
-    if status == "rejected":
-        console.print(f"[bold red]rejected[/]: {final.get('message', '')}", highlight=False)
+    if status == "rejected" or "spec" not in final:
+        console.print(f"[bold red]{status}[/]: {final.get('message', '')}", highlight=False)
         console.print("No kernel was written.")
         return
     table = Table(title=f"{final['spec'].name}: {status}")
@@ -100,7 +112,7 @@ def _print_summary(final: JobState) -> None:
         )
     Console(width=max(console.width, 160)).print(table)  # folded columns are unreadable at 80
     console.print(final.get("message", ""), highlight=False)
-    console.print(f"Output: {final['out_dir']}", highlight=False)
+    console.print(f"Output: {final['out_dir']} (generator: {final.get('generator', 'offline')})", highlight=False)
 
 
 @app.command()

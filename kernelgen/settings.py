@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DATA_DIR = Path.home() / ".kernelgen"
@@ -33,6 +35,16 @@ class Settings(BaseSettings):
     max_spec_bytes: int = 64 * 1024
     cors_origins: list[str] = []
 
-    llm_base_url: str | None = None  # an OpenAI-compatible endpoint; None uses the offline generator
+    # Which generator writes kernels: auto takes the LLM when an endpoint and model are set, else offline.
+    llm: Literal["auto", "offline", "openai"] = "auto"
+    llm_base_url: str | None = None  # an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1
     llm_model: str | None = None
-    llm_api_key: str | None = None
+    llm_api_key: str | None = None  # local servers (vLLM, Ollama) accept any value
+    llm_timeout_s: float = 300.0  # per request
+    llm_max_retries: int = 2  # the openai client's retries on connection errors, 429 and 5xx
+    llm_temperature: float = 0.2
+    llm_max_tokens: int = 8192
+    # How replies that must be JSON are asked for: auto tries a JSON schema, then JSON mode, then plain text.
+    llm_structured: Literal["auto", "json_schema", "json_object", "none"] = "auto"
+    llm_max_reasks: int = Field(default=2, ge=0, le=5)  # re-asks after an answer that is not the JSON or code
+    llm_max_repairs: int = Field(default=3, ge=0, le=5)  # repair attempts per version that fails to run or to pass

@@ -66,8 +66,9 @@ class JobOptions(BaseModel):
     initial_config: StorableText | None = Field(default=None, max_length=200, pattern=CONFIG_PATTERN,
                                                 description="Start from this configuration.",
                                                 examples=["flat: BLOCK_SIZE=256, NUM_WARPS=8"])
-    llm: StorableText | None = Field(default=None, min_length=1, max_length=200,
-                                     description="'offline' or an LLM model name; default: the server's.")
+    llm: Literal["auto", "offline", "openai"] | None = Field(
+        default=None, description="Generator: offline, openai (the server's LLM endpoint) or auto (the LLM when the "
+                                  "server has one); default: the server's KERNELGEN_LLM.")
 
     @field_validator("initial_config")
     @classmethod
@@ -158,11 +159,23 @@ class RoundPublic(BaseModel):
         return cls.model_validate(fields | {"figures": figures if isinstance(figures, dict) else {}})
 
 
+class LlmUsage(BaseModel):
+    """What a job's LLM calls cost, summed."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    latency_ms: float
+    by_status: dict[str, int]
+
+
 class JobDetail(JobPublic):
     """A job with its place in the queue, its rounds and, when it failed, why."""
 
     queue_position: int | None = Field(description="1-based place among queued jobs; null unless queued.")
     rounds: list[RoundPublic]
+    llm_usage: LlmUsage = Field(description="The job's LLM calls: count, tokens, latency, outcomes.")
     error: str | None = Field(description="Why the job failed; null unless it failed.")
     links: JobLinks
 

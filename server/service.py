@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.graph import build_graph
+from agent.llm.config import LlmConfigError
 from agent.runner import RECURSION_LIMIT, job_context
 from agent.runtime.sandbox import current_owner, kill_owned
 from agent.state import JobRequest
@@ -17,6 +18,7 @@ from server.checkpoints import make_checkpointer
 from server.executor import Executor, LocalExecutor
 from storage import crud
 from storage.db import make_engine
+from storage.models import Job
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,24 @@ class JobService:
         """Return a queued job's 1-based place in the queue, or None."""
         return self._executor_or_fail().queue_position(job_id)
 
+    def live_status(self, job: Job) -> tuple[str, int | None]:
+        """Return a job's status and queue place as the workers see them now, not as last read."""
+        assert job.id is not None
+        if job.status != "queued":
+            return job.status, None
+        # A worker pops a job before it writes "running", and writes the final status before it lets go:
+        # the row and the executor are read in turns until they agree (twice suffices, see the test).
+        for _ in range(3):
+            position = self.queue_position(job.id)
+            if position is not None:
+                return "queued", position
+            fresh = crud.get_job(self.engine, job.id)
+            if fresh is None or fresh.status != "queued":
+                return (fresh or job).status, None
+            if job.id in self.running():
+                return "running", None
+        return "queued", None  # recorded, and not yet handed to the executor
+
     def running(self) -> list[int]:
         """List the jobs running now."""
         return self._executor_or_fail().running()
@@ -130,9 +150,13 @@ class JobService:
         except ValueError as exc:
             self._fail(job_id, f"the job's stored options cannot be read: {exc}")
             return
+        try:
+            context = job_context(self.settings, self.engine, self._reporter(job_id, cancel), job_id=job_id,
+                                  llm=request.llm, measure_lock=self.measure_lock)
+        except LlmConfigError as exc:  # the server's LLM settings changed since the job was queued
+            self._fail(job_id, str(exc))
+            return
         crud.update_job(self.engine, job_id, status="running")
-        context = job_context(self.settings, self.engine, self._reporter(job_id, cancel),
-                              measure_lock=self.measure_lock)
         config: Any = {"configurable": {"thread_id": f"job-{job_id}"}, "recursion_limit": RECURSION_LIMIT}
         token = current_owner.set(job_id)
         try:

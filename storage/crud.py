@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 from sqlmodel import Session, func, select
 
+from storage.llm_calls import list_llm_calls as list_llm_calls  # re-exported with the rest of the job's data
+from storage.llm_calls import llm_usage as llm_usage
+from storage.llm_calls import record_llm_call as record_llm_call
 from storage.models import Artifact, Job, JobEvent, Round
 from storage.patterns import helpful_patterns as helpful_patterns  # re-exported: crud.record_pattern(...) works
 from storage.patterns import list_patterns as list_patterns

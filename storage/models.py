@@ -26,6 +26,7 @@ class JobBase(SQLModel):
     stage: str = ""  # the stage the job is in (or last reported)
     options_json: str = "{}"  # the request's options (device, rounds, target, ...), for resuming
     cancel_requested: bool = False
+    generator: str = "offline"  # who wrote the kernels: offline, or openai:<model>
 
 
 class Job(JobBase, table=True):
@@ -147,6 +148,36 @@ class JobEvent(JobEventBase, table=True):
 
 class JobEventPublic(JobEventBase):
     """An event as the outside world sees it."""
+
+    job_id: int
+    created_at: datetime
+
+
+class LlmCallBase(SQLModel):
+    """One request to the LLM endpoint: stage, tokens, latency, outcome."""
+
+    stage: str
+    model: str
+    attempt: int = 1
+    response_format: str = "none"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    status: str = "ok"  # ok | invalid | error
+    error: str = ""
+
+
+class LlmCall(LlmCallBase, table=True):
+    """An LLM call row (uid: the client's id of the call, so a re-judged call updates its row)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    uid: str = Field(unique=True)
+    job_id: int = Field(foreign_key="job.id", index=True)
+    created_at: datetime = Field(default_factory=_now)
+
+
+class LlmCallPublic(LlmCallBase):
+    """An LLM call as the outside world sees it."""
 
     job_id: int
     created_at: datetime

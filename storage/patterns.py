@@ -67,9 +67,11 @@ def _record_once(
         row.best_speedup = max(known) if known else None
         row.updated_at = datetime.now(UTC)
         session.add(row)
+        session.flush()  # assigns the id of a new row
+        # What this transaction wrote: a refresh after commit could already show a concurrent job's update.
+        written = OptimizationPattern.model_validate(row.model_dump())
         session.commit()
-        session.refresh(row)
-        return row
+        return written
 
 
 def list_patterns(

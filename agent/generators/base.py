@@ -75,6 +75,7 @@ class KernelFiles(BaseModel):
     op: str
     files: dict[str, str]
     config: LaunchConfig
+    origin: Literal["offline", "llm"] = "offline"  # who wrote the files: the templates or a model
 
     def name_of(self, role: str) -> str:
         """Return the file name of a role: triton, baseline, accuracy or performance."""

@@ -1,4 +1,4 @@
-"""Stage 4a: static check, then the accuracy test in the sandbox."""
+"""Stage 4a: static checks, then the accuracy test in the sandbox (and, for model-written files, our own check)."""
 
 from __future__ import annotations
 
@@ -7,30 +7,57 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
+from agent.llm.contract import check_files
+from agent.runtime.cross_check import cross_check
+from agent.runtime.results import clean_accuracy
 from agent.runtime.sandbox import run_file
 from agent.runtime.static_check import StaticCheckError, check_triton_file
 from agent.state import JobState
 
 
 def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
-    """Refuse a kernel that does not launch Triton; else run `<op>_accuracy.py`."""
+    """Refuse a kernel that breaks the contract; else run `<op>_accuracy.py` and, for LLM files, the cross-check."""
     files, pending, ctx = state["files"], state["pending"], runtime.context
     try:
-        check_triton_file(files.source("triton"), files.op)
+        if files.origin == "llm":  # the whole contract, the kernel's static check included
+            problem = check_files(files.files, files.op)
+            if problem is not None:
+                raise StaticCheckError(problem)
+        else:
+            check_triton_file(files.source("triton"), files.op)
     except StaticCheckError as exc:
         ctx.report("accuracy", f"round {pending.index}: refused by the static check: {exc}")
         return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc)})}
-    workdir = ctx.work_dir / f"job-{state['job_id']}" / f"round-{pending.index}-accuracy"
+    folder = ctx.work_dir / f"job-{state['job_id']}"
     run = run_file(
-        files.files, files.name_of("accuracy"), workdir,
+        files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
         device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s,
     )
-    result = run.result | {"stderr_tail": run.stderr_tail[-4000:]} if run.status != "pass" else run.result
+    status = run.status
+    result = run.result | {"stderr_tail": run.stderr_tail[-4000:]} if run.status != "pass" else dict(run.result)
+    if files.origin == "llm":
+        result = clean_accuracy(result)  # the model wrote the file that wrote this
     summary = (
         f"{result.get('cases_run', 0) - result.get('cases_failed', 0)}/{result.get('cases_run', 0)} cases pass"
         if "cases_run" in result else result.get("message", run.status)
     )
+    if files.origin == "llm" and status in ("pass", "fail"):
+        # The model wrote the test too: an independent check with our inputs and cases must agree.
+        previous = None
+        if pending.edit_type == "interface":  # the reference changed with the signature: it must mean the same
+            # ... as the best version's, or, before any version passed, as the first version's.
+            before = state["best_files"] if state.get("best_round") is not None else state["first_files"]
+            previous = before.source("baseline")
+        check = cross_check(files, state["spec"], folder / f"round-{pending.index}-cross-check",
+                            device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s,
+                            previous_reference=previous)
+        result["cross_check"] = check.result | ({"stderr_tail": check.stderr_tail[-2000:]}
+                                                if check.status != "pass" else {})
+        checked = check.result.get("cases_run", 0) - check.result.get("cases_failed", 0)
+        summary += f"; independent check {checked}/{check.result.get('cases_run', 0)} cases pass"
+        if check.status != "pass" and status == "pass":
+            status = "fail"
     skipped = len(result.get("skipped", []))
     note = f", {skipped} skipped (interpreter size limit)" if skipped else ""
-    ctx.report("accuracy", f"round {pending.index}: {run.status}: {summary}{note} in {run.seconds:.1f} s")
-    return {"pending": pending.model_copy(update={"accuracy_status": run.status, "accuracy": result})}
+    ctx.report("accuracy", f"round {pending.index}: {status}: {summary}{note} in {run.seconds:.1f} s")
+    return {"pending": pending.model_copy(update={"accuracy_status": status, "accuracy": result})}

@@ -6,10 +6,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from agent.analysis import analyse
+from agent.analysis import Analysis, analyse
 from agent.context import JobContext
 from agent.diagnosis import PatternHint
 from agent.documents import render
+from agent.llm.authoring import write_definition
+from agent.llm.client import LlmError
 from agent.output import write_artifact
 from agent.runtime.devices import detect
 from agent.state import JobState
@@ -17,7 +19,7 @@ from storage import crud
 
 
 def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
-    """Detect the device, compute bytes/FLOPs/roofline and write definition.md."""
+    """Detect the device, compute bytes/FLOPs/roofline and write definition.md (the model adds the strategy)."""
     request, spec, ctx = state["request"], state["spec"], runtime.context
     try:
         device = detect(request.device)
@@ -25,16 +27,26 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         ctx.report("definition", str(exc))
         return {"status": "failed", "message": str(exc)}
     analysis = analyse(spec, device)
-    config = request.initial_config or ctx.generator.default_config(spec, "flat", device)
-    text = render(
-        "definition.md.j2", spec=spec, device=device, analysis=analysis,
-        request_text=request.spec_text.strip(), config=config,
-        out_shapes=", ".join(dict.fromkeys(str(c.out_shape) for c in analysis.cases)),
-    )
+    out_shapes = ", ".join(dict.fromkeys(str(c.out_shape) for c in analysis.cases))
+    if spec.category == "custom":
+        assert ctx.llm is not None  # only the LLM reads custom specs
+        try:
+            reply = write_definition(ctx.llm, spec, device, _figures(analysis))
+        except LlmError as exc:
+            message = f"the LLM could not write the definition: {exc}"
+            ctx.report("definition", message)
+            return {"status": "failed", "message": message, "device": device}
+        text = render("definition_custom.md.j2", spec=spec, device=device, analysis=analysis, reply=reply,
+                      request_text=request.spec_text.strip(), out_shapes=out_shapes, model=ctx.llm.config.model)
+    else:
+        config = request.initial_config or ctx.generator.default_config(spec, "flat", device)
+        text = render("definition.md.j2", spec=spec, device=device, analysis=analysis,
+                      request_text=request.spec_text.strip(), config=config, out_shapes=out_shapes)
     write_artifact(ctx.engine, state["job_id"], state["out_dir"], "definition.md", text)
-    bound = min(c.bound_ms for c in analysis.cases)
-    ctx.report("definition", f"{device.kind} ({device.name}); memory-bound, best case bound {bound:.4f} ms")
-    category = ctx.generator.category(spec)
+    worst = max(analysis.cases, key=lambda c: c.bound_ms)
+    ctx.report("definition", f"{device.kind} ({device.name}); {worst.bound}-bound, largest case bound "
+               f"{worst.bound_ms:.4f} ms")
+    category = f"custom/{spec.name}" if spec.category == "custom" else ctx.generator.category(spec)
     patterns = [
         PatternHint.model_validate(p, from_attributes=True)
         for p in crud.list_patterns(ctx.engine, device=device.name, category=category)
@@ -44,3 +56,9 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         ctx.report("definition", f"{len(patterns)} optimization patterns known for {category} on {device.name} "
                    f"({helped} helped before): they order this job's search")
     return {"device": device, "definition": text, "category": category, "patterns": patterns}
+
+
+def _figures(analysis: Analysis) -> str:
+    return "; ".join(f"{c.shapes} {'/'.join(dict.fromkeys(c.dtypes.values()))}: {c.bytes_read + c.bytes_written:,} "
+                     f"bytes, {c.flops:,} FLOPs, {c.intensity:.3f} FLOP/byte, {c.bound}-bound at "
+                     f"{analysis.device_name}" for c in analysis.cases)

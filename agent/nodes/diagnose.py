@@ -7,13 +7,17 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
-from agent.diagnosis import Diagnosis, diagnose_version
+from agent.diagnosis import NEAR_ROOFLINE_PCT, Diagnosis, diagnose_version, evidence_of
+from agent.llm.authoring import hints_of, propose
+from agent.llm.client import LlmError
 from agent.roofline import Placement
 from agent.state import JobState
 
+EXHAUSTED = "every schedule and parameter search"
+
 
 def diagnose(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
-    """Stop when verified and good enough or out of options; else propose the next action."""
+    """Stop when verified and good enough or out of options; else propose the next action (rules, then the LLM)."""
     ctx, spec, rounds = runtime.context, state["spec"], state["rounds"]
     best_index = state.get("best_round")
     stop = _stop_reason(state)
@@ -23,18 +27,55 @@ def diagnose(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     assert best_index is not None
     best = rounds[best_index]
     placement = Placement.model_validate(best.profile["roofline"])
-    diagnosis = diagnose_version(
-        placement, best.profile.get("counters", {}), speedup=best.speedup or 0.0, target=spec.target_speedup,
-        current=best.config, schedules=ctx.generator.schedules(spec),
-        row_broadcast=state.get("category", "").endswith("row-broadcast"),
-        done=set(state.get("done", [])), patterns=state.get("patterns", []),
-    )
-    if diagnosis.action is None:
-        message = f"{diagnosis.stop_reason}; best is v{best.index} at x{best.speedup:.3f}"
-        ctx.report("diagnose", f"{diagnosis.bottleneck}-bound: {message}")
+    counters = best.profile.get("counters", {})
+    speedup = best.speedup or 0.0
+    if state["best_files"].origin == "offline":
+        diagnosis = diagnose_version(
+            placement, counters, speedup=speedup, target=spec.target_speedup,
+            current=best.config, schedules=ctx.generator.schedules(spec),
+            row_broadcast=state.get("category", "").endswith("row-broadcast"),
+            done=set(state.get("done", [])), patterns=state.get("patterns", []),
+        )
+        if diagnosis.action is not None:
+            ctx.report("diagnose", _summary(diagnosis))
+            return {"proposal": diagnosis}
+        if ctx.llm is None or not (diagnosis.stop_reason or "").startswith(EXHAUSTED):
+            message = f"{diagnosis.stop_reason}; best is v{best.index} at x{speedup:.3f}"
+            ctx.report("diagnose", f"{diagnosis.bottleneck}-bound: {message}")
+            return {"proposal": None, "message": message, "status": "verified"}
+        rule = f"{diagnosis.bottleneck}-bound; {diagnosis.stop_reason}"
+    else:
+        if speedup >= spec.target_speedup or placement.worst.pct_of_roofline >= NEAR_ROOFLINE_PCT:
+            message = (f"target met: x{speedup:.3f} ≥ x{spec.target_speedup}" if speedup >= spec.target_speedup
+                       else f"within {100 - NEAR_ROOFLINE_PCT:.0f}% of the roofline "
+                            f"({placement.worst.pct_of_roofline:.1f}%)") + f"; best is v{best.index}"
+            ctx.report("diagnose", message)
+            return {"proposal": None, "message": message, "status": "verified"}
+        rule = f"{placement.bound}-bound: {placement.why}"
+    return _ask_model(state, ctx, placement, counters, rule)
+
+
+def _ask_model(state: JobState, ctx: JobContext, placement: Placement, counters: dict[str, float],
+               rule: str) -> dict[str, Any]:
+    assert ctx.llm is not None
+    spec, best = state["spec"], state["rounds"][state["best_round"] or 0]
+    figures = evidence_of(placement, counters) | {"speedup": best.speedup, "target": spec.target_speedup}
+    tried = [r.reason[:160] for r in state["rounds"] if r.origin == "llm" and r.repair_of is None and r.index]
+    try:
+        reply = propose(ctx.llm, spec, state["device"], state["best_files"], best_index=best.index,
+                        speedup=best.speedup or 0.0, figures=figures, rule_diagnosis=rule,
+                        hints=hints_of(state.get("patterns", [])), tried=tried)
+    except LlmError as exc:
+        message = f"the LLM could not diagnose v{best.index}: {exc}; best is v{best.index} at x{best.speedup:.3f}"
+        ctx.report("diagnose", message)
         return {"proposal": None, "message": message, "status": "verified"}
-    ctx.report("diagnose", _summary(diagnosis))
-    return {"proposal": diagnosis}
+    if reply.stop:
+        message = f"the model proposes no further change ({reply.evidence}); best is v{best.index}"
+        ctx.report("diagnose", message)
+        return {"proposal": None, "message": message, "status": "verified"}
+    ctx.report("diagnose", f"{reply.bottleneck}-bound ({reply.evidence[:160]}); next ({reply.edit_type}): "
+               f"{reply.change[:160]}; expected {reply.predicted_gain}")
+    return {"proposal": None, "llm_proposal": reply.model_dump()}
 
 
 def _summary(diagnosis: Diagnosis) -> str:
@@ -47,15 +88,21 @@ def _summary(diagnosis: Diagnosis) -> str:
 def _stop_reason(state: JobState) -> str | None:
     spec, rounds = state["spec"], state["rounds"]
     best_index = state.get("best_round")
+    if state.get("llm_error"):
+        return state["llm_error"] + (f"; best is v{best_index}" if best_index is not None else "")
     if best_index is None:
-        return ("no version passed the accuracy test; the offline generator does not repair kernels "
-                "(see the accuracy result in report.json)")
+        if state.get("generator", "offline") == "offline":
+            return ("no version passed the accuracy test; the offline generator does not repair kernels "
+                    "(see the accuracy result in report.json)")
+        return (f"no version passed the accuracy test after {state.get('repair_attempts', 0)} repair attempts "
+                "(see the rounds in report.json)")
     best = rounds[best_index]
     if state["device"].kind == "cpu":
         return ("verified on the CPU interpreter; performance is not measured without an accelerator, "
                 "so the optimization loop ends after accuracy")
-    if best.performance_status != "pass" or best.speedup is None or "roofline" not in best.profile:
+    if best.performance_status != "pass" or best.speedup is None or not best.profile.get("roofline"):
         return f"the performance test did not complete ({best.performance_status}); the kernel is verified only"
-    if len(rounds) > spec.max_rounds:
+    optimization_rounds = [r for r in rounds if r.repair_of is None]
+    if len(optimization_rounds) > spec.max_rounds:
         return f"all {spec.max_rounds} optimization rounds used; best is v{best.index} at x{best.speedup:.3f}"
     return None

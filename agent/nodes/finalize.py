@@ -20,15 +20,17 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     if status == "running":
         status = "verified" if state.get("best_round") is not None else "failed"
     if status == "rejected" or "spec" not in state:
-        ctx.report("finalize", "rejected: no kernel was written")
-        crud.update_job(ctx.engine, job_id, status="rejected", message=state.get("message", ""))
-        return {"status": "rejected"}
+        status = "failed" if status == "failed" else "rejected"
+        ctx.report("finalize", f"{status}: no kernel was written")
+        crud.update_job(ctx.engine, job_id, status=status, message=state.get("message", ""))
+        return {"status": status}
     out_dir = state["out_dir"]
     best_files = state.get("best_files")
     if best_files is not None:
         for name, source in best_files.files.items():
             write_artifact(ctx.engine, job_id, out_dir, name, source)
-    report = _report(state, status)
+    report = _report(state, status) | {"generator": state.get("generator", "offline"),
+                                       "llm": _llm_report(ctx, job_id)}
     write_artifact(ctx.engine, job_id, out_dir, "report.json", json.dumps(report, indent=1, default=str))
     device = state.get("device")
     ctx.report("finalize", f"{status}: {out_dir}")  # before the final status: a reader that sees it has every event
@@ -46,7 +48,7 @@ def _report(state: JobState, status: str) -> dict[str, Any]:
     return {
         "op": spec.name,
         "entry_point": f"{spec.name}_triton.{spec.name}",
-        "formula": f"{spec.output} = {spec.formula}",
+        "formula": spec.formula if spec.category == "custom" else f"{spec.output} = {spec.formula}",
         "files": sorted(best_files.files) if best_files else [],
         "device": device.model_dump() if device else None,
         "status": status,
@@ -56,4 +58,17 @@ def _report(state: JobState, status: str) -> dict[str, Any]:
         "rounds": [r.model_dump(exclude={"triton_source"}) for r in rounds],
         "refused_edits": state.get("refusals", []),
         "spec": spec.model_dump(),
+    }
+
+
+def _llm_report(ctx: JobContext, job_id: int) -> dict[str, Any] | None:
+    """Tokens and latency per LLM call and in total (None for an offline job)."""
+    if ctx.llm is None:
+        return None
+    calls = crud.list_llm_calls(ctx.engine, job_id)
+    return {
+        "base_url": ctx.llm.config.base_url, "model": ctx.llm.config.model,
+        "structured_mode": ctx.llm.structured_mode, "totals": crud.llm_usage(ctx.engine, job_id),
+        "calls": [c.model_dump(include={"stage", "attempt", "response_format", "prompt_tokens", "completion_tokens",
+                                        "latency_ms", "status", "error"}) for c in calls],
     }

@@ -1,4 +1,4 @@
-"""Stage 3: the first version of the four files."""
+"""Stage 3: the first version of the four files (offline templates, or the LLM for other operators)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,24 @@ from langgraph.runtime import Runtime
 
 from agent.context import JobContext
 from agent.generators.base import LaunchConfig, parse_label
+from agent.llm.authoring import hints_of, write_files
+from agent.llm.client import LlmError
 from agent.state import JobState, RoundRecord
 
 
 def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
-    """Render the four files at the asked-for, best-known (pattern store) or default configuration."""
+    """Render the four files at the asked-for, best-known or default configuration; the LLM writes custom ops."""
     request, spec, ctx = state["request"], state["spec"], runtime.context
+    if spec.category == "custom":
+        return _from_llm(state, ctx)
     config, reason = request.initial_config, "first version at the configuration the request asked for"
     if config is None:
         config, reason = _best_known(state, set(ctx.generator.schedules(spec)))
     if config is None:
         config = ctx.generator.default_config(spec, "flat", state["device"])
         reason = "first version from the offline generator at its default configuration"
+    if ctx.llm is not None:
+        reason += "; the offline kernel is the LLM's starting point for later rounds"
     files = ctx.generator.generate(spec, config)
     ctx.report("generate", f"{', '.join(files.files)} ({config.label()}): {reason}")
     pending = RoundRecord(
@@ -29,9 +35,28 @@ def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     return {"files": files, "pending": pending}
 
 
+def _from_llm(state: JobState, ctx: JobContext) -> dict[str, Any]:
+    assert ctx.llm is not None
+    spec = state["spec"]
+    analysis = state["definition"].split("## 3.")[-1][:4000]  # the strategy section of definition.md
+    try:
+        files = write_files(ctx.llm, spec, state["device"], analysis, hints_of(state.get("patterns", [])))
+    except LlmError as exc:
+        message = f"the LLM could not write the kernel files: {exc}"
+        ctx.report("generate", message)
+        return {"status": "failed", "message": message}
+    reason = f"first version written by {ctx.llm.config.model}"
+    ctx.report("generate", f"{', '.join(files.files)}: {reason}")
+    pending = RoundRecord(index=0, edit_type="initial", config=files.config, reason=reason, origin="llm",
+                          accuracy_status="not run", triton_source=files.source("triton"))
+    return {"files": files, "pending": pending}
+
+
 def _best_known(state: JobState, schedules: set[str]) -> tuple[LaunchConfig | None, str]:
     """Start from the configuration that reached the highest speedup for this category on this device."""
-    helped = [p for p in state.get("patterns", []) if p.times_helped and p.best_speedup]
+    # A model's change ("llm: ...") was measured on the model's kernel, not on the offline templates.
+    helped = [p for p in state.get("patterns", [])
+              if p.times_helped and p.best_speedup and not p.change.startswith("llm:")]
     for pattern in sorted(helped, key=lambda p: -(p.best_speedup or 0.0)):
         config = parse_label(pattern.params_after)
         if config is not None and config.schedule in schedules:

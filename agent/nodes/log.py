@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -46,10 +47,15 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         accepted=accepted, verdict=verdict,
         figures_json=json.dumps({"accuracy": record.accuracy, "performance": record.performance,
                                  "diagnosis": record.diagnosis, "search": record.search,
-                                 "profile": record.profile}, default=str),
+                                 "profile": record.profile, "origin": record.origin,
+                                 "repair_of": record.repair_of}, default=str),
     ))
     ctx.report("log", f"round {record.index}: {verdict}")
-    updates: dict[str, Any] = {"rounds": rounds, "pending": None}
+    updates: dict[str, Any] = {"rounds": rounds, "pending": None, "last_files": files}
+    if record.index == 0:
+        updates["first_files"] = files
+    if record.accuracy_status == "pass" or record.repair_of is None:
+        updates["repair_attempts"] = 0  # the budget is per failing version: a new version starts a new chain
     if accepted:
         updates |= {"best_round": len(rounds) - 1, "best_files": files}
     elif best is not None:
@@ -69,10 +75,27 @@ def judge(pending: RoundRecord, best: RoundRecord | None) -> tuple[bool, str]:
         return True, "first verified version: kept"
     if pending.speedup is None or best.speedup is None:
         return False, "not measured, so it cannot beat the best version: reverted"
-    gain = pending.speedup / best.speedup - 1
+    suspect = [c for c in pending.performance.get("cases", []) if isinstance(c, dict) and c.get("suspect")]
+    if suspect and pending.origin == "llm":
+        return False, f"timing suspect ({suspect[0]['suspect']}): not kept"
+    gain, what = pending.speedup / best.speedup - 1, "speedup"
+    kernel_times = _kernel_time(pending), _kernel_time(best)
+    if pending.edit_type == "interface" and None not in kernel_times:
+        # The reference was rewritten with the signature: compare kernel time, which it cannot inflate.
+        gain, what = kernel_times[1] / kernel_times[0] - 1, "kernel time"  # type: ignore[operator]
     if gain > MIN_GAIN:
-        return True, f"{100 * gain:+.1f}% over v{best.index}: kept as the new best"
-    return False, f"{100 * gain:+.1f}% against v{best.index} (not above {100 * MIN_GAIN:.0f}% noise): reverted"
+        return True, f"{100 * gain:+.1f}% ({what}) over v{best.index}: kept as the new best"
+    return False, (f"{100 * gain:+.1f}% ({what}) against v{best.index} (not above {100 * MIN_GAIN:.0f}% noise): "
+                   "reverted")
+
+
+def _kernel_time(record: RoundRecord) -> float | None:
+    """Return the geometric mean of the kernel's times over the measured cases."""
+    raw = [c.get("triton_ms") for c in record.performance.get("cases", []) if isinstance(c, dict)]
+    times = [float(t) for t in raw if isinstance(t, int | float) and t > 0]
+    if not times or len(times) != len(raw):
+        return None
+    return math.exp(sum(math.log(t) for t in times) / len(times))
 
 
 def _teach(

@@ -7,21 +7,35 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
+from agent.runtime.results import number
 from agent.runtime.sandbox import run_file
+from agent.runtime.timing import disagreement, time_entry
 from agent.state import JobState
 
 
 def performance(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
-    """Run `<op>_performance.py`; torch.compile is timed once, in the first round."""
+    """Run `<op>_performance.py`; a model-written version is timed by the service's harness as well."""
     files, pending, ctx = state["files"], state["pending"], runtime.context
-    workdir = ctx.work_dir / f"job-{state['job_id']}" / f"round-{pending.index}-performance"
-    args = () if pending.index == 0 else ("--no-compile",)
+    folder = ctx.work_dir / f"job-{state['job_id']}"
+    # torch.compile is timed once; the flag is part of the offline file's interface, not of the model's contract.
+    args = () if pending.index == 0 or files.origin == "llm" else ("--no-compile",)
+    device = state["device"].kind
     with ctx.measure_lock:
-        run = run_file(
-            files.files, files.name_of("performance"), workdir,
-            device=state["device"].kind, timeout_s=ctx.performance_timeout_s, args=args,
-        )
-    result = run.result
+        run = run_file(files.files, files.name_of("performance"), folder / f"round-{pending.index}-performance",
+                       device=device, timeout_s=ctx.performance_timeout_s, args=args)
+        if files.origin == "llm":
+            own = run
+            run = time_entry(files, state["spec"], folder / f"round-{pending.index}-timing", device=device,
+                             timeout_s=ctx.performance_timeout_s)
+    result = dict(run.result)
+    if files.origin == "llm":
+        model_speedup = number(own.result.get("speedup_geomean"))
+        result["model_file"] = {"status": own.status, "speedup_geomean": model_speedup,
+                                "message": str(own.result.get("message") or own.result.get("reason") or "")[:500]}
+        flag = disagreement(result.get("speedup_geomean"), model_speedup)
+        if flag:
+            result["model_file"]["suspect"] = flag
+            ctx.report("performance", f"round {pending.index}: {flag}")
     speedup = result.get("speedup_geomean")
     pct = result.get("pct_of_copy_min")
     if run.status == "pass" and speedup is not None:

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from agent.context import JobContext
 from agent.roofline import launched_tiles, place
 from agent.runtime.profiling import profile_kernel, summarize
+from agent.runtime.spec_inputs import spec_inputs_module
 from agent.runtime.tuning import search_cases
 from agent.state import JobState
 
@@ -22,8 +23,11 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         return {}
     shape_index, dtype_index = search_cases(spec)[0]
     workdir = ctx.work_dir / f"job-{state['job_id']}" / f"round-{pending.index}-profile"
+    sources = files.files
+    if files.origin == "llm":  # the profiled problem is the spec's, not one the model's file chose
+        sources = sources | {files.name_of("performance"): spec_inputs_module(spec)}
     with ctx.measure_lock:
-        counters = profile_kernel(files.files, files.op, workdir, device=device.kind,
+        counters = profile_kernel(sources, files.op, workdir, device=device.kind,
                                   timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index)
     metrics = counters.metrics if counters.status == "measured" else {}
     elements = math.prod(spec.output_shape(spec.shape_cases()[shape_index]))

@@ -26,11 +26,14 @@ NCU_METRICS: dict[str, str] = {
 }
 
 # Scale factors into the friendly unit. ncu is asked for base units, but a report made without
-# `--print-units base` rescales per value ("usecond", "Gbyte/second"), so every prefix is accepted.
+# `--print-units base` rescales per value ("usecond", "Gbyte/second"), so every prefix is accepted. Some ncu
+# builds abbreviate ("ns", "byte/s": seen from ncu 2025.3.1 on an H100), so both spellings are.
 _UNIT_SCALES: dict[str, dict[str, float]] = {
-    "duration_us": {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6},
+    "duration_us": {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6,
+                    "ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6},
     "dram_gbs": {
         "byte/second": 1e-9, "Kbyte/second": 1e-6, "Mbyte/second": 1e-3, "Gbyte/second": 1.0, "Tbyte/second": 1e3,
+        "byte/s": 1e-9, "Kbyte/s": 1e-6, "Mbyte/s": 1e-3, "Gbyte/s": 1.0, "Tbyte/s": 1e3,
     },
 }
 _BASE_UNITS = {"duration_us": "nsecond", "dram_gbs": "byte/second"}

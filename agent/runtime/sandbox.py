@@ -61,33 +61,36 @@ def run_file(
     env = _environment(workdir, device)
     command = [*launcher, sys.executable, entry, "--json", result_path.name, *args]
     started = time.monotonic()
-    process = subprocess.Popen(
-        command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,  # its own process group, so a timeout kills every child
-    )
+    # Output goes to files, not pipes: a process the run leaves behind cannot hold the run open through them.
+    with open(workdir / "stdout.txt", "w") as out, open(workdir / "stderr.txt", "w") as err:
+        process = subprocess.Popen(
+            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
+            start_new_session=True,  # its own process group, so a timeout kills every child
+        )
     (workdir / PGID_FILE).write_text(str(process.pid))
     owner = current_owner.get()
     if owner is not None:
         with _live_lock:
             _live.setdefault(owner, set()).add(process)
+    timed_out = False
     try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
+        process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill_group(process)
-        stdout, stderr = process.communicate()
-        return SandboxResult(
-            status="timeout", result={"message": f"{entry} ran past {timeout_s:.0f} s and was killed"},
-            returncode=None, seconds=time.monotonic() - started,
-            stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
-        )
+        timed_out = True
     finally:
+        _kill_group(process)  # whatever the run left running (a daemon, a handler) must not outlive it
+        process.wait()
         if owner is not None:
             with _live_lock:
                 _live.get(owner, set()).discard(process)
     seconds = time.monotonic() - started
-    (workdir / "stdout.txt").write_text(stdout)
-    (workdir / "stderr.txt").write_text(stderr)
+    stdout = (workdir / "stdout.txt").read_text(errors="replace")
+    stderr = (workdir / "stderr.txt").read_text(errors="replace")
+    if timed_out:
+        return SandboxResult(
+            status="timeout", result={"message": f"{entry} ran past {timeout_s:.0f} s and was killed"},
+            returncode=None, seconds=seconds, stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
+        )
     result = _read_result(result_path, stderr)
     status = result.get("status")
     return SandboxResult(
@@ -96,6 +99,11 @@ def run_file(
         returncode=process.returncode, seconds=seconds,
         stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
     )
+
+
+_PASSED = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
+                     "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCH_SYMM_MEM_DISABLE_MULTICAST"})
+_PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "ASCEND_", "NPU_", "ASDOPS_", "ATB_", "CONDA_")
 
 
 def kill_owned(owner: int) -> int:
@@ -108,7 +116,8 @@ def kill_owned(owner: int) -> int:
 
 
 def _environment(workdir: Path, device: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_", "KERNELGEN_"))}
+    # Only what running torch and Triton needs: generated code never sees API keys or database URLs.
+    env = {k: v for k, v in os.environ.items() if k in _PASSED or k.startswith(_PASSED_PREFIXES)}
     env["TRITON_CACHE_DIR"] = str(workdir / ".triton-cache")
     env["KERNELGEN_DEVICE"] = device
     env["PYTHONDONTWRITEBYTECODE"] = "1"

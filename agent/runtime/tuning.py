@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -10,10 +9,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent.generators.base import KernelFiles, LaunchConfig
-from agent.runtime.sandbox import run_file
+from agent.runtime.harnesses import run_harness
 from agent.spec import OpSpec
 
-HARNESS = Path(__file__).parent / "harness" / "tune_configs.py"
 # The fastest configuration must beat the starting one by more than this to replace it (timing noise:
 # on an H200 a search's 1-2% winner was measured slower by the full performance test).
 SEARCH_MIN_GAIN = 0.02
@@ -81,9 +79,7 @@ def search_configs(
         "cases": [list(case) for case in (cases or search_cases(spec))],
         "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
     }
-    sandbox_files = dict(files.files) | {HARNESS.name: HARNESS.read_text(), "plan.json": json.dumps(plan)}
-    run = run_file(sandbox_files, HARNESS.name, workdir, device=device, timeout_s=timeout_s,
-                   args=("--plan", "plan.json"))
+    run = run_harness(files.files, "tune_configs.py", plan, workdir, device=device, timeout_s=timeout_s)
     if run.status != "pass":
         message = run.result.get("message") or run.stderr_tail[-500:]
         return SearchResult(status=run.status, message=str(message), seconds=run.seconds)

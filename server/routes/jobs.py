@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
+from agent.llm.config import LlmConfigError, resolve_llm
 from agent.state import JobRequest
 from server.deps import EngineDep, JobDep, ServiceDep, SettingsDep
 from server.errors import AUTH_ERRORS, CONFLICT, INPUT_ERRORS, INVALID, NOT_FOUND
@@ -35,10 +36,10 @@ def submit_job(body: JobCreate, response: Response, service: ServiceDep, setting
     if size > settings.max_spec_bytes:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
                             f"spec: {size} bytes is more than the limit of {settings.max_spec_bytes} bytes")
-    if body.llm not in (None, "offline"):
-        # LLM generation is not built yet: say so instead of silently using the offline generator.
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"llm: {body.llm!r} is not available; this server generates with 'offline' only")
+    try:
+        resolve_llm(body.llm, settings)  # asking for an LLM the server does not have fails now, not in the queue
+    except LlmConfigError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"llm: {exc}") from None
     request = JobRequest(
         spec_text=body.spec, device=body.device, rounds=body.rounds, target_speedup=body.target_speedup,
         initial_config=launch_config(body.initial_config) if body.initial_config else None, llm=body.llm,
@@ -67,10 +68,11 @@ def get_job(job: JobDep, engine: EngineDep, service: ServiceDep) -> JobDetail:
     """Return a job with its stage, queue position, rounds and error."""
     assert job.id is not None
     rounds = [RoundPublic.of(row) for row in crud.list_rounds(engine, job.id)]
-    position = service.queue_position(job.id) if job.status == "queued" else None
+    job_status, position = service.live_status(job)
     return JobDetail.model_validate(job.model_dump() | {
-        "queue_position": position, "rounds": rounds, "links": JobLinks.of(job.id),
-        "error": (job.message or "failed") if job.status == "failed" else None,
+        "status": job_status, "queue_position": position, "rounds": rounds, "links": JobLinks.of(job.id),
+        "llm_usage": crud.llm_usage(engine, job.id),
+        "error": (job.message or "failed") if job_status == "failed" else None,
     })
 
 

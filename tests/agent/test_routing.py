@@ -45,3 +45,35 @@ def test_a_search_that_changed_nothing_is_logged_not_tested() -> None:
 def test_refused_edit_returns_to_diagnosis() -> None:
     assert routing.after_classify({"pending": None}) == "diagnose"
     assert routing.after_classify({"pending": _round("not run")}) == "accuracy"
+
+
+def test_a_job_whose_model_could_not_write_the_files_ends() -> None:
+    assert routing.after_generate({"status": "failed"}) == "finalize"
+    assert routing.after_generate({"status": "running"}) == "accuracy"
+    assert routing.after_requirements({"status": "failed"}) == "finalize"  # the endpoint was down
+
+
+def test_a_failed_version_is_repaired_while_the_llm_has_attempts_left() -> None:
+    llm = {"generator": "openai:m", "max_repairs": 2}
+    for status in ("fail", "error", "timeout", "crashed", "refused"):
+        assert routing.after_log({"rounds": [_round(status)], "repair_attempts": 0, **llm}) == "repair"  # type: ignore[typeddict-item]
+        assert routing.after_log({"rounds": [_round(status)], "repair_attempts": 2, **llm}) == "diagnose"  # type: ignore[typeddict-item]
+    for status in ("pass", "unchanged", "search failed"):
+        assert routing.after_log({"rounds": [_round(status)], "repair_attempts": 0, **llm}) == "diagnose"  # type: ignore[typeddict-item]
+
+
+def test_offline_jobs_and_a_gone_llm_are_never_repaired() -> None:
+    assert routing.after_log({"rounds": [_round("fail")], "generator": "offline", "max_repairs": 3}) == "diagnose"
+    gone = {"rounds": [_round("fail")], "generator": "openai:m", "max_repairs": 3, "llm_error": "timed out"}
+    assert routing.after_log(gone) == "diagnose"  # type: ignore[arg-type]
+
+
+def test_a_repair_or_model_edit_is_tested_unless_refused_or_missing() -> None:
+    for router in (routing.after_repair, routing.after_llm_edit):
+        assert router({"pending": _round("not run")}) == "accuracy"
+        assert router({"pending": _round("refused")}) == "log"
+        assert router({"pending": None}) == "diagnose"
+
+
+def test_a_model_proposal_goes_to_the_model_edit() -> None:
+    assert routing.after_diagnosis({"llm_proposal": {"change": "x"}, "proposal": None}) == "llm_edit"

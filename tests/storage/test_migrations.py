@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -73,8 +74,9 @@ def _make_old_database(url: str, level: str) -> None:
     if postgres:
         types = {"serial": "SERIAL", "ts": "TIMESTAMP WITH TIME ZONE"}
     with old.begin() as connection:
-        if level == "0003":
-            SQLModel.metadata.create_all(connection)
+        if level == "0003":  # the tables of 0003, as create_all made them then: no version table
+            command.upgrade(alembic_config(connection), "0003")
+            connection.execute(text("DROP TABLE alembic_version"))
         else:
             script = OLD_TABLES + (";" + OLD_PATTERNS if level == "0002" else "")
             for statement in script.format(**types).split(";"):

@@ -1,6 +1,6 @@
 """Measure one kernel under several launch configurations in a single process (a parameter search).
 
-Copied next to the four generated files and run in the sandbox:
+Copied next to the four generated files (with harness_common.py) and run in the sandbox:
 
     python tune_configs.py --plan plan.json --json result.json
 
@@ -11,31 +11,19 @@ timed inputs, then timed with triton.testing.do_bench (median after warm-up) on 
 accelerator, or with a wall clock in the CPU interpreter (not a performance figure).
 """
 
-import contextlib
 import importlib
-import json
 import math
 import statistics
 import sys
 import time
-import traceback
-from collections.abc import Iterator
 from typing import Any
+
+from harness_common import main_with_plan, poisoned_allocations
 
 
 def main() -> int:
     """Run the plan and write every configuration's outcome."""
-    plan_path = sys.argv[sys.argv.index("--plan") + 1]
-    result_path = sys.argv[sys.argv.index("--json") + 1]
-    with open(plan_path) as handle:
-        plan = json.load(handle)
-    try:
-        result = run_plan(plan)
-    except Exception as exc:  # the harness itself failed: say so in the result file
-        result = {"status": "error", "message": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
-    with open(result_path, "w") as handle:
-        json.dump(result, handle, indent=1)
-    return 0 if result["status"] == "pass" else 1
+    return main_with_plan(run_plan)
 
 
 def run_plan(plan: dict) -> dict:
@@ -88,29 +76,6 @@ def trial(entry: Any, constants: dict, cases: list, params: dict, device: str, t
         return outcome
     outcome["ms"] = math.exp(sum(math.log(ms) for ms in case_ms) / len(case_ms))
     return outcome
-
-
-@contextlib.contextmanager
-def poisoned_allocations(torch: Any) -> Iterator[None]:
-    """Fill every tensor torch.empty* hands out with NaN while a configuration is checked."""
-    originals = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
-
-    def poisoning(original: Any) -> Any:
-        def allocate(*args: Any, **kwargs: Any) -> Any:
-            tensor = original(*args, **kwargs)
-            if tensor.is_floating_point():
-                tensor.fill_(float("nan"))
-            return tensor
-
-        return allocate
-
-    for name, original in originals.items():
-        setattr(torch, name, poisoning(original))
-    try:
-        yield
-    finally:
-        for name, original in originals.items():
-            setattr(torch, name, original)
 
 
 def bench(fn: Any, device: str, torch: Any) -> float:

@@ -224,3 +224,11 @@ def _install_fake_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: P
 
 def _must_not_run(*args: object, **kwargs: object) -> None:
     raise AssertionError("nothing should have been run")
+
+
+def test_parse_reads_abbreviated_units() -> None:
+    text = ('"ID","Kernel Name","gpu__time_duration.sum","dram__bytes.sum.per_second"\n'
+            '"","","ns","byte/s"\n'
+            '"0","relu_kernel","12832","2617502117860.55"\n')
+    metrics = parse_ncu_csv(text)
+    assert metrics["duration_us"] == pytest.approx(12.832) and metrics["dram_gbs"] == pytest.approx(2617.50211786055)

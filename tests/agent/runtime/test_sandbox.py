@@ -4,6 +4,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.runtime.sandbox import run_file
 
 WRITES_JSON = '''
@@ -56,3 +58,36 @@ def _alive(pid: int) -> bool:
     # A zombie is dead for our purposes.
     status = Path(f"/proc/{pid}/status")
     return status.exists() and "zombie" not in status.read_text()
+
+
+LEAVES_A_DAEMON = '''
+import json, subprocess, sys
+code = "import time, json; time.sleep(2); json.dump({'status': 'pass', 'forged': True}, open('result.json', 'w'))"
+child = subprocess.Popen([sys.executable, "-c", code])
+open("child.pid", "w").write(str(child.pid))
+json.dump({"status": "fail"}, open(sys.argv[sys.argv.index("--json") + 1], "w"))
+'''
+
+READS_THE_ENVIRONMENT = '''
+import json, os, sys
+json.dump({"status": "pass", "names": sorted(os.environ)}, open(sys.argv[sys.argv.index("--json") + 1], "w"))
+'''
+
+
+def test_a_process_left_behind_is_killed_when_the_run_ends(tmp_path: Path) -> None:
+    result = run_file({"leave.py": LEAVES_A_DAEMON}, "leave.py", tmp_path / "w", device="cpu", timeout_s=60)
+    assert result.status == "fail"
+    time.sleep(3)
+    assert not _alive(int((tmp_path / "w" / "child.pid").read_text()))
+    assert "forged" not in (tmp_path / "w" / "result.json").read_text()
+
+
+def test_generated_code_sees_no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELGEN_LLM_API_KEY", "sk-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("KERNELGEN_DATABASE_URL", "postgresql://user:pw@db/kg")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    result = run_file({"env.py": READS_THE_ENVIRONMENT}, "env.py", tmp_path / "w", device="cpu", timeout_s=60)
+    names = set(result.result["names"])
+    assert not names & {"KERNELGEN_LLM_API_KEY", "OPENAI_API_KEY", "KERNELGEN_DATABASE_URL", "AWS_SECRET_ACCESS_KEY"}
+    assert {"PATH", "KERNELGEN_DEVICE", "TRITON_CACHE_DIR", "TRITON_INTERPRET"} <= names

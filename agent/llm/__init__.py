@@ -1,0 +1,1 @@
+"""Kernel generation through any OpenAI-compatible chat-completions endpoint."""

@@ -1,0 +1,38 @@
+"""Check a model-written kernel against its reference with inputs and cases the service chooses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.generators.base import KernelFiles
+from agent.runtime.harnesses import run_harness
+from agent.runtime.sandbox import SandboxResult
+from agent.spec import OpSpec
+
+SEEDS = [11, 12, 13]  # not the seeds the model's own test uses
+CPU_MAX_ELEMENTS = 1 << 20
+PREVIOUS = "previous_reference"  # module name of the reference before an interface edit
+
+
+def cross_check(
+    files: KernelFiles, spec: OpSpec, workdir: Path, *, device: str, timeout_s: float,
+    previous_reference: str | None = None,
+) -> SandboxResult:
+    """Run the independent check in the sandbox: every spec and edge shape, every dtype, three seeds.
+
+    After an interface edit the reference was rewritten too: with the previous one given, the new reference must
+    agree with it on every case, so the edit cannot change what the operator computes.
+    """
+    cases = [{"kind": "spec", "shapes": c} for c in spec.shape_cases()]
+    cases += [{"kind": "edge", "shapes": c} for c in spec.edge_cases]
+    plan = {
+        "op": files.op, "device": device, "inputs": [t.name for t in spec.inputs],
+        "params": {p.name: p.value for p in spec.params},
+        "cases": cases, "dtype_cases": spec.dtype_cases(), "seeds": SEEDS, "cpu_max_elements": CPU_MAX_ELEMENTS,
+        "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
+    }
+    sources = dict(files.files)
+    if previous_reference is not None:
+        sources[f"{PREVIOUS}.py"] = previous_reference
+        plan["previous_reference"] = PREVIOUS
+    return run_harness(sources, "cross_check.py", plan, workdir, device=device, timeout_s=timeout_s)

@@ -1,0 +1,100 @@
+"""Check a model-written kernel against its reference independently of the model's own accuracy test.
+
+Copied next to the four files (with harness_common.py) and run in the sandbox:
+
+    python cross_check.py --plan plan.json --json result.json
+
+Inputs are fresh standard-normal tensors made here (not by the generated files), for every spec and edge
+shape, every dtype and several seeds. Outputs the kernel allocates are filled with NaN first, so an
+unwritten element fails. The reference runs in float64 on the CPU; a case passes when
+|out - ref| <= atol + rtol * |ref| everywhere and the shape and dtype match eager PyTorch.
+"""
+
+import importlib
+import math
+import sys
+
+from harness_common import main_with_plan, poisoned_allocations, random_inputs
+
+
+def main() -> int:
+    """Run the plan and write every case's outcome."""
+    return main_with_plan(run_plan)
+
+
+def run_plan(plan: dict) -> dict:
+    """Compare the kernel with the float64 reference on every case of the plan."""
+    op = plan["op"]
+    kernel = importlib.import_module(f"{op}_triton")
+    reference = importlib.import_module(f"{op}_baseline")
+    import torch
+
+    device = plan["device"]  # the job's device, not what the model's file claims
+    if str(kernel.DEVICE) != device:
+        return {"status": "error", "message": f"{op}_triton.DEVICE is {kernel.DEVICE!r} but the job runs on "
+                                              f"{device!r}: resolve it at run time (KERNELGEN_DEVICE)"}
+    entry, ref = getattr(kernel, op), getattr(reference, op)
+    previous = None
+    if plan.get("previous_reference"):
+        previous = getattr(importlib.import_module(plan["previous_reference"]), op)
+    params = plan["params"]
+    cases, skipped = [], []
+    for case in plan["cases"]:
+        shapes = case["shapes"]
+        size = max(math.prod(s) for s in shapes.values())
+        if device == "cpu" and size > plan["cpu_max_elements"]:
+            skipped.append({"shapes": shapes, "reason": "too large for the CPU interpreter"})
+            continue
+        for dtypes in plan["dtype_cases"]:
+            for seed in plan["seeds"]:
+                row = {"kind": case["kind"], "shapes": shapes, "dtypes": dtypes, "seed": seed}
+                try:
+                    row.update(check(torch, entry, ref, plan["inputs"], shapes, dtypes, seed, device, params,
+                                     plan["tolerances"], previous))
+                except Exception as exc:  # a crash on one case is that case's result
+                    row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
+                cases.append(row)
+    failed = [c for c in cases if c["status"] != "pass"]
+    return {"status": "pass" if cases and not failed else "fail", "cases_run": len(cases),
+            "cases_failed": len(failed), "cases": cases, "skipped": skipped,
+            "message": "" if cases else "no case could run"}
+
+
+def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolerances, previous=None) -> dict:
+    """Run one case and compare it with the reference (and the reference with the previous one, if given)."""
+    inputs = random_inputs(torch, names, shapes, dtypes, seed, device)
+    with poisoned_allocations(torch):
+        out = entry(*inputs, **params)
+    if device != "cpu":
+        getattr(torch, device).synchronize()
+    eager = ref(*inputs, **params)
+    expected = ref(*[t.detach().cpu().double() for t in inputs], **params)
+    if tuple(out.shape) != tuple(eager.shape) or out.dtype != eager.dtype:
+        return {"status": "fail", "message": f"got {tuple(out.shape)} {out.dtype}, expected "
+                                             f"{tuple(eager.shape)} {eager.dtype}"}
+    got = out.detach().cpu().double()
+    rtol, atol = tolerances[str(out.dtype).replace("torch.", "")]
+    if previous is not None:
+        before = previous(*[t.detach().cpu().double() for t in inputs], **params)
+        if tuple(before.shape) != tuple(expected.shape) or not bool(torch.allclose(
+                before, expected, rtol=1e-6, atol=1e-9, equal_nan=True)):
+            return {"status": "fail", "message": "the rewritten reference disagrees with the previous one: an "
+                                                 "interface edit may not change what the operator computes"}
+    error = (got - expected).abs()
+    finite = torch.isfinite(expected)
+    bad = ~(error <= atol + rtol * expected.abs()) & finite  # where the reference itself is not finite: skip
+    bad |= finite & ~torch.isfinite(got)
+    relative = error / expected.abs().clamp_min(1e-12)
+    row: dict = {"status": "fail" if bool(bad.any()) else "pass",
+           "max_abs_err": float(error[finite].nan_to_num(float("inf")).max()) if bool(finite.any()) else 0.0,
+           "max_rel_err": float(relative[finite].nan_to_num(float("inf")).max()) if bool(finite.any()) else 0.0,
+           "mismatches": int(bad.sum())}
+    if bad.any():
+        index = int(bad.flatten().nonzero()[0])
+        row["first_mismatch"] = {"index": index, "got": float(got.flatten()[index]),
+                                 "expected": float(expected.flatten()[index])}
+    return row
+
+
+if __name__ == "__main__":
+    sys.exit(main())

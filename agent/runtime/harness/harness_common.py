@@ -1,0 +1,55 @@
+"""What the service's harnesses share: the plan-in, result-out main and NaN-poisoned allocations.
+
+Copied into the sandbox next to the harness that imports it (see agent/runtime/harnesses.py).
+"""
+
+import contextlib
+import json
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def main_with_plan(run: Callable[[dict], dict], passing: tuple[str, ...] = ("pass",)) -> int:
+    """Read `--plan PATH`, run it, write the result to `--json PATH`; a crash is a result too."""
+    plan_path = sys.argv[sys.argv.index("--plan") + 1]
+    result_path = sys.argv[sys.argv.index("--json") + 1]
+    with open(plan_path) as handle:
+        plan = json.load(handle)
+    try:
+        result = run(plan)
+    except Exception as exc:  # the generated modules may raise anything; it comes back as data
+        result = {"status": "error", "message": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+    with open(result_path, "w") as handle:
+        json.dump(result, handle, indent=1)
+    return 0 if result["status"] in passing else 1
+
+
+@contextlib.contextmanager
+def poisoned_allocations(torch: Any) -> Iterator[None]:
+    """Fill every floating tensor torch.empty* hands out with NaN, so an unwritten element reads as NaN."""
+    originals = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
+
+    def poisoning(original: Any) -> Any:
+        def allocate(*args: Any, **kwargs: Any) -> Any:
+            tensor = original(*args, **kwargs)
+            if tensor.is_floating_point():
+                tensor.fill_(float("nan"))
+            return tensor
+
+        return allocate
+
+    for name, original in originals.items():
+        setattr(torch, name, poisoning(original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(torch, name, original)
+
+
+def random_inputs(torch: Any, names: list, shapes: dict, dtypes: dict, seed: int, device: str) -> list:
+    """Make the service's own inputs: standard normal, seeded, in each input's dtype, on the device."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(shapes[n], generator=generator).to(getattr(torch, dtypes[n])).to(device) for n in names]

@@ -1,0 +1,23 @@
+"""Run one of the service's harnesses in the sandbox, next to a version's files, with a JSON plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agent.runtime.sandbox import SandboxResult, run_file
+
+HARNESS_DIR = Path(__file__).parent / "harness"
+COMMON = HARNESS_DIR / "harness_common.py"
+
+
+def run_harness(
+    files: dict[str, str], harness: str, plan: dict[str, Any], workdir: Path, *, device: str, timeout_s: float,
+) -> SandboxResult:
+    """Copy `harness/<harness>` and its shared helpers beside the files and run it on the plan."""
+    script = HARNESS_DIR / harness
+    sandbox_files = dict(files) | {script.name: script.read_text(), COMMON.name: COMMON.read_text(),
+                                   "plan.json": json.dumps(plan)}
+    return run_file(sandbox_files, script.name, workdir, device=device, timeout_s=timeout_s,
+                    args=("--plan", "plan.json"))

@@ -1,0 +1,59 @@
+"""The job service's view of a job: what the workers are doing wins over a row read a moment earlier."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.state import JobRequest
+from kernelgen.settings import Settings
+from server.service import FINAL_STATUSES, JobService
+from storage import crud
+from tests.databases import database_url
+from tests.server.live import RELU
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[JobService]:
+    with database_url("sqlite", tmp_path) as url:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, database_url=url, work_dir=tmp_path / "work", artifact_root=tmp_path / "jobs",
+            concurrency=1, llm="offline",
+        )
+        job_service = JobService(settings)
+        job_service.start()
+        try:
+            yield job_service
+        finally:
+            job_service.stop()
+
+
+def wait_for(condition: object, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+def test_a_row_read_while_queued_never_reports_queued_without_a_place(service: JobService) -> None:
+    first = service.submit(JobRequest(spec_text=RELU))
+    second = service.submit(JobRequest(spec_text=RELU))
+    stale = crud.get_job(service.engine, second)
+    assert stale is not None and stale.status == "queued"
+    status, position = service.live_status(stale)
+    assert (status, position) == ("queued", 1) or status != "queued"
+
+    # The worker takes the second job; the row read before still says "queued".
+    wait_for(lambda: second in service.running())
+    status, position = service.live_status(stale)
+    assert stale.status == "queued" and (status, position) == ("running", None)
+
+    wait_for(lambda: crud.get_job(service.engine, second).status in FINAL_STATUSES)  # type: ignore[union-attr]
+    assert service.live_status(stale) == ("verified", None)
+    finished = crud.get_job(service.engine, first)
+    assert finished is not None and service.live_status(finished) == ("verified", None)
