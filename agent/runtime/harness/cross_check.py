@@ -14,7 +14,7 @@ import importlib
 import math
 import sys
 
-from harness_common import main_with_plan, poisoned_allocations, random_inputs
+from harness_common import import_entries, main_with_plan, poisoned_allocations, random_inputs
 
 
 def main() -> int:
@@ -24,19 +24,13 @@ def main() -> int:
 
 def run_plan(plan: dict) -> dict:
     """Compare the kernel with the float64 reference on every case of the plan."""
-    op = plan["op"]
-    kernel = importlib.import_module(f"{op}_triton")
-    reference = importlib.import_module(f"{op}_baseline")
+    entry, ref = import_entries(plan)
     import torch
 
-    device = plan["device"]  # the job's device, not what the model's file claims
-    if str(kernel.DEVICE) != device:
-        return {"status": "error", "message": f"{op}_triton.DEVICE is {kernel.DEVICE!r} but the job runs on "
-                                              f"{device!r}: resolve it at run time (KERNELGEN_DEVICE)"}
-    entry, ref = getattr(kernel, op), getattr(reference, op)
+    device = plan["device"]
     previous = None
     if plan.get("previous_reference"):
-        previous = getattr(importlib.import_module(plan["previous_reference"]), op)
+        previous = getattr(importlib.import_module(plan["previous_reference"]), plan["op"])
     params = plan["params"]
     cases, skipped = [], []
     for case in plan["cases"]:

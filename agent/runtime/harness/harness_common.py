@@ -1,14 +1,19 @@
-"""What the service's harnesses share: the plan-in, result-out main and NaN-poisoned allocations.
+"""What the service's harnesses share: the plan-in, result-out main, the entry points, NaN-poisoned allocations.
 
 Copied into the sandbox next to the harness that imports it (see agent/runtime/harnesses.py).
 """
 
 import contextlib
+import importlib
 import json
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
+
+
+class Refused(Exception):
+    """A plan the harness will not run; the message is the reason the user reads."""
 
 
 def main_with_plan(run: Callable[[dict], dict], passing: tuple[str, ...] = ("pass",)) -> int:
@@ -19,11 +24,24 @@ def main_with_plan(run: Callable[[dict], dict], passing: tuple[str, ...] = ("pas
         plan = json.load(handle)
     try:
         result = run(plan)
+    except Refused as exc:
+        result = {"status": "error", "message": str(exc)}
     except Exception as exc:  # the generated modules may raise anything; it comes back as data
         result = {"status": "error", "message": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
     with open(result_path, "w") as handle:
         json.dump(result, handle, indent=1)
     return 0 if result["status"] in passing else 1
+
+
+def import_entries(plan: dict) -> tuple[Callable, Callable]:
+    """Import the kernel's and the reference's entry points; refuse a kernel whose device was fixed when written."""
+    op = plan["op"]
+    kernel = importlib.import_module(f"{op}_triton")
+    reference = importlib.import_module(f"{op}_baseline")
+    if str(kernel.DEVICE) != plan["device"]:  # the job's device, not what the model's file claims
+        raise Refused(f"{op}_triton.DEVICE is {kernel.DEVICE!r} but the job runs on {plan['device']!r}: "
+                      "resolve it at run time (KERNELGEN_DEVICE)")
+    return getattr(kernel, op), getattr(reference, op)
 
 
 @contextlib.contextmanager

@@ -10,11 +10,10 @@ PyTorch reference. Bytes are each input read once plus the output written once. 
 fields of the offline performance test, so the roofline and the diagnosis read it the same way.
 """
 
-import importlib
 import math
 import sys
 
-from harness_common import main_with_plan, random_inputs
+from harness_common import import_entries, main_with_plan, random_inputs
 
 SUSPECT_SHARE_OF_COPY = 1.10
 
@@ -26,19 +25,13 @@ def main() -> int:
 
 def measure(plan: dict) -> dict:
     """Time every spec case on the accelerator; report skipped on the CPU."""
-    op = plan["op"]
-    kernel = importlib.import_module(f"{op}_triton")
-    reference = importlib.import_module(f"{op}_baseline")
-    device = plan["device"]  # the job's device, not what the model's file claims
-    if str(kernel.DEVICE) != device:
-        return {"status": "error", "message": f"{op}_triton.DEVICE is {kernel.DEVICE!r} but the job runs on "
-                                              f"{device!r}: resolve it at run time (KERNELGEN_DEVICE)"}
+    entry, ref = import_entries(plan)
+    device = plan["device"]
     if device == "cpu":
         return {"status": "skipped", "reason": "not measured: no accelerator (CPU interpreter)", "timer": "service"}
     import torch
     import triton.testing
 
-    entry, ref = getattr(kernel, op), getattr(reference, op)
     params = plan["params"]
 
     def bench(fn) -> float:

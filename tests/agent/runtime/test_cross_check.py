@@ -1,0 +1,44 @@
+"""The independent check judges a kernel on the service's own inputs, whatever the kernel's own files say."""
+
+from pathlib import Path
+
+from agent.generators.base import KernelFiles, LaunchConfig
+from agent.generators.offline.elementwise import ElementwiseGenerator
+from agent.parsing import parse_requirements
+from agent.runtime.cross_check import SEEDS, cross_check
+
+SPEC = parse_requirements("fused bias-add + GELU, x [16, 300] fp32, bias [300]")
+TIMEOUT_S = 180.0
+
+
+def _files() -> KernelFiles:
+    return ElementwiseGenerator().generate(SPEC, LaunchConfig(schedule="flat", block_size=256, num_warps=4))
+
+
+def _with_kernel(files: KernelFiles, old: str, new: str) -> KernelFiles:
+    name = files.name_of("triton")
+    assert old in files.files[name]
+    return files.model_copy(update={"files": {**files.files, name: files.files[name].replace(old, new)}})
+
+
+def test_a_correct_kernel_passes_every_case_and_seed(tmp_path: Path) -> None:
+    result = cross_check(_files(), SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
+    assert result.status == "pass"
+    expected = (len(SPEC.shape_cases()) + len(SPEC.edge_cases)) * len(SPEC.dtype_cases()) * len(SEEDS)
+    assert result.result["cases_run"] == expected and result.result["cases_failed"] == 0
+
+
+def test_an_element_the_kernel_never_writes_fails_the_check(tmp_path: Path) -> None:
+    files = _with_kernel(_files(), "mask = offsets < n_elements", "mask = offsets < n_elements - 1")
+    result = cross_check(files, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
+    assert result.result["status"] == "fail" and result.result["cases_failed"] == result.result["cases_run"]
+
+
+def test_a_kernel_that_fixed_its_device_when_written_is_refused_with_the_reason(tmp_path: Path) -> None:
+    files = _with_kernel(_files(), "DEVICE = resolve_device()", 'DEVICE = "cuda"')
+    result = cross_check(files, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
+    assert result.result == {
+        "status": "error",
+        "message": "bias_add_gelu_triton.DEVICE is 'cuda' but the job runs on 'cpu': "
+                   "resolve it at run time (KERNELGEN_DEVICE)",
+    }
