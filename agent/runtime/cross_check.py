@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.generators.base import KernelFiles
-from agent.runtime.harnesses import run_harness
+from agent.runtime.harnesses import entry_plan, run_harness
 from agent.runtime.sandbox import SandboxResult
 from agent.spec import OpSpec
 
@@ -25,12 +25,7 @@ def cross_check(
     """
     cases = [{"kind": "spec", "shapes": c} for c in spec.shape_cases()]
     cases += [{"kind": "edge", "shapes": c} for c in spec.edge_cases]
-    plan = {
-        "op": files.op, "device": device, "inputs": [t.name for t in spec.inputs],
-        "params": {p.name: p.value for p in spec.params},
-        "cases": cases, "dtype_cases": spec.dtype_cases(), "seeds": SEEDS, "cpu_max_elements": CPU_MAX_ELEMENTS,
-        "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
-    }
+    plan = entry_plan(files, spec, device) | {"cases": cases, "seeds": SEEDS, "cpu_max_elements": CPU_MAX_ELEMENTS}
     sources = dict(files.files)
     if previous_reference is not None:
         sources[f"{PREVIOUS}.py"] = previous_reference

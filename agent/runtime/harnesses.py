@@ -6,10 +6,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent.generators.base import KernelFiles
 from agent.runtime.sandbox import SandboxResult, run_file
+from agent.spec import OpSpec
 
 HARNESS_DIR = Path(__file__).parent / "harness"
 COMMON = HARNESS_DIR / "harness_common.py"
+
+
+def entry_plan(files: KernelFiles, spec: OpSpec, device: str) -> dict[str, Any]:
+    """Return what a harness needs to call the entry point: op, device, inputs, params, dtypes and tolerances."""
+    return {
+        "op": files.op, "device": device, "inputs": [t.name for t in spec.inputs],
+        "params": {p.name: p.value for p in spec.params}, "dtype_cases": spec.dtype_cases(),
+        "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
+    }
 
 
 def run_harness(

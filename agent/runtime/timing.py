@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agent.expr import flops, parse_formula
 from agent.generators.base import KernelFiles
-from agent.runtime.harnesses import run_harness
+from agent.runtime.harnesses import entry_plan, run_harness
 from agent.runtime.sandbox import SandboxResult
 from agent.spec import OpSpec
 
@@ -16,13 +16,8 @@ DISAGREEMENT = 0.25
 
 def time_entry(files: KernelFiles, spec: OpSpec, workdir: Path, *, device: str, timeout_s: float) -> SandboxResult:
     """Time every spec case of the kernel and its reference with do_bench, in the sandbox."""
-    plan = {
-        "op": files.op, "device": device, "inputs": [t.name for t in spec.inputs],
-        "params": {p.name: p.value for p in spec.params},
-        "shape_cases": spec.shape_cases(), "dtype_cases": spec.dtype_cases(),
-        "flops_per_output": spec.flops_per_output if spec.category == "custom" else flops(parse_formula(spec.formula)),
-        "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
-    }
+    per_output = spec.flops_per_output if spec.category == "custom" else flops(parse_formula(spec.formula))
+    plan = entry_plan(files, spec, device) | {"shape_cases": spec.shape_cases(), "flops_per_output": per_output}
     return run_harness(files.files, "time_entry.py", plan, workdir, device=device, timeout_s=timeout_s)
 
 
