@@ -6,11 +6,11 @@ import math
 
 from pydantic import BaseModel
 
-from agent.expr import flops, parse_formula
+from agent.ir.count import minimal_bytes, total_flops
 from agent.runtime.devices import PEAKS, REFERENCE_DEVICE, DeviceInfo
 from agent.spec import OpSpec
 
-BYTES_PER_ELEMENT = {"float32": 4, "float16": 2, "bfloat16": 2}
+BYTES_PER_ELEMENT = {"float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "bool": 1}
 
 
 class CaseFigures(BaseModel):
@@ -47,26 +47,29 @@ def analyse(spec: OpSpec, device: DeviceInfo) -> Analysis:
     else:
         peak = PEAKS[REFERENCE_DEVICE]
         name, gbs, tflops, reference = f"{REFERENCE_DEVICE} (reference)", peak["gbs"], peak["tflops"], True
-    per_element = (round(spec.flops_per_output) if spec.category == "custom"
-                   else flops(parse_formula(spec.formula)))
     cases = []
     for shapes in spec.shape_cases():
         out_shape = spec.output_shape(shapes)
         elements = math.prod(out_shape)
         for dtypes in spec.dtype_cases():
-            read = sum(math.prod(shapes[t.name]) * BYTES_PER_ELEMENT[dtypes[t.name]] for t in spec.inputs)
-            out_bytes = max(BYTES_PER_ELEMENT[d] for d in dtypes.values())  # promotion keeps the widest
-            written = elements * out_bytes
-            total_flops = per_element * elements
+            if spec.category == "custom":
+                read = sum(math.prod(shapes[t.name]) * BYTES_PER_ELEMENT.get(dtypes[t.name], 4) for t in spec.inputs)
+                written = elements * max(BYTES_PER_ELEMENT.get(d, 4) for d in dtypes.values())
+                total_flops_case = round(spec.flops_per_output * elements)
+            else:
+                types = spec.input_types(shapes, dtypes)
+                read, written = minimal_bytes(spec.expr, types)
+                total_flops_case = total_flops(spec.expr, types)
             memory_ms = (read + written) / (gbs * 1e9) * 1e3
-            compute_ms = total_flops / (tflops * 1e12) * 1e3
+            compute_ms = total_flops_case / (tflops * 1e12) * 1e3
             cases.append(CaseFigures(
                 shapes=shapes, dtypes=dtypes, out_shape=out_shape, elements=elements,
-                bytes_read=read, bytes_written=written, flops=total_flops,
-                intensity=total_flops / (read + written),
+                bytes_read=read, bytes_written=written, flops=total_flops_case,
+                intensity=total_flops_case / max(1, read + written),
                 bound_ms=max(memory_ms, compute_ms),
                 bound="memory" if memory_ms >= compute_ms else "compute",
             ))
+    per_element = round(cases[0].flops / max(1, cases[0].elements)) if cases else 0
     return Analysis(
         device_name=name, peak_gbs=gbs, peak_tflops=tflops, reference_only=reference,
         ridge=tflops * 1e12 / (gbs * 1e9), flops_per_element=per_element, cases=cases,

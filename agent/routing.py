@@ -21,8 +21,8 @@ def after_definition(state: JobState) -> Literal["generate", "finalize"]:
 
 
 def after_generate(state: JobState) -> Literal["accuracy", "finalize"]:
-    """Test the first version; end the job when the model could not write it."""
-    return "finalize" if state.get("status") == "failed" else "accuracy"
+    """Test the first version; end the job when nobody could write it."""
+    return "finalize" if state.get("status") in ("failed", "rejected") else "accuracy"
 
 
 def after_accuracy(state: JobState) -> Literal["performance", "log"]:

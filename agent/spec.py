@@ -7,12 +7,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from agent.expr import FormulaError, names, parse_formula
+from agent.ir.expr import Expr, names
+from agent.ir.infer import infer
+from agent.ir.parse import parse_text
+from agent.ir.types import IRError, ScalarType, TensorType, ValueType
+from agent.reading import Reading
 
-DType = Literal["float32", "float16", "bfloat16"]
+# Float dtypes are what kernels compute in; int64/int32/bool inputs carry indices, class targets and masks.
+DType = Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"]
 Device = Literal["auto", "cuda", "npu", "cpu"]
-# elementwise: the offline formula language; custom: an LLM-read spec, its semantics in words.
-Category = Literal["elementwise", "custom"]
+# The op family of the IR (`formula` is the IR's canonical text); custom: a model-read spec, semantics in words.
+Category = Literal["elementwise", "reduction", "softmax", "norm", "scan", "loss", "matmul", "conv", "attention",
+                   "data-movement", "custom"]
 
 SUPPORTED_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 MAX_ROUNDS = 5
@@ -42,15 +48,12 @@ class TensorSpec(BaseModel):
     name: str
     shapes: list[list[int]] = Field(min_length=1)
     dtypes: list[DType] = Field(min_length=1)
-    # Output dimension where this input's first dimension sits (per-channel scale on
-    # NCHW: 1). None aligns trailing dimensions, as PyTorch broadcasting does.
-    align: int | None = Field(default=None, ge=0)
 
     @field_validator("shapes")
     @classmethod
     def _positive_dims(cls, shapes: list[list[int]]) -> list[list[int]]:
         for shape in shapes:
-            if not shape or any(d <= 0 for d in shape):
+            if any(d <= 0 for d in shape):
                 raise ValueError(f"shape {shape} must list positive sizes")
         return shapes
 
@@ -80,6 +83,7 @@ class OpSpec(BaseModel):
     output_shapes: list[list[int]] = []
     edge_cases: list[dict[str, list[int]]] = []
     flops_per_output: float = Field(default=0.0, ge=0)
+    reading: Reading | None = None  # what the reader understood, shown before generating and kept with the job
 
     @field_validator("name", "output")
     @classmethod
@@ -92,10 +96,7 @@ class OpSpec(BaseModel):
     def _consistent(self) -> OpSpec:
         if self.category == "custom":
             return self._consistent_custom()
-        try:
-            expr = parse_formula(self.formula)
-        except FormulaError as exc:
-            raise ValueError(str(exc)) from exc
+        expr = self.expr
         declared = [t.name for t in self.inputs] + [p.name for p in self.params]
         if len(set(declared)) != len(declared):
             raise ValueError(f"names are declared twice: {declared}")
@@ -119,9 +120,17 @@ class OpSpec(BaseModel):
                 raise ValueError(f"inputs list different numbers of {field_name}: {counts}")
         for case in self.shape_cases():
             self.output_shape(case)
-        for dtype in {d for t in self.inputs for d in t.dtypes}:
+        for dtype in {d for t in self.inputs for d in t.dtypes if d in DEFAULT_TOLERANCES}:
             self.tolerances.setdefault(dtype, DEFAULT_TOLERANCES[dtype])
         return self
+
+    @property
+    def expr(self) -> Expr:
+        """Return the operator as an IR expression (parsed from the canonical formula text)."""
+        try:
+            return parse_text(self.formula)
+        except IRError as exc:
+            raise ValueError(str(exc)) from exc
 
     def _consistent_custom(self) -> OpSpec:
         if not self.formula.strip():
@@ -152,43 +161,30 @@ class OpSpec(BaseModel):
         count = max(len(t.shapes) for t in self.inputs)
         return [{t.name: t.shapes[min(i, len(t.shapes) - 1)] for t in self.inputs} for i in range(count)]
 
-    def aligned_shapes(self, case: dict[str, list[int]]) -> dict[str, list[int]]:
-        """Return each input's shape with the trailing 1s its alignment implies."""
-        rank = max(
-            len(case[t.name]) + (t.align if t.align is not None else 0) for t in self.inputs
-        )
-        result = {}
-        for t in self.inputs:
-            shape = list(case[t.name])
-            if t.align is not None:
-                shape = shape + [1] * (rank - t.align - len(shape))
-            result[t.name] = shape
-        return result
-
     def output_shape(self, case: dict[str, list[int]]) -> list[int]:
-        """Return the output shape of one shape case (broadcast; a custom op lists its own)."""
+        """Return the output shape of one shape case (inferred from the IR; a custom op lists its own)."""
         if self.category == "custom":
             return list(self.output_shapes[self.shape_cases().index(case)])
-        aligned = self.aligned_shapes(case)
-        return broadcast_shape([aligned[t.name] for t in self.inputs], [t.name for t in self.inputs])
+        return list(self.output_type(case, self.dtype_cases()[0]).shape)
+
+    def input_types(self, case: dict[str, list[int]], dtypes: dict[str, str]) -> dict[str, ValueType]:
+        """Return the IR types of the inputs and scalar parameters for one shape case and dtype case."""
+        types: dict[str, ValueType] = {t.name: TensorType(dtypes[t.name], tuple(case[t.name])) for t in self.inputs}
+        types.update({p.name: ScalarType(p.value) for p in self.params})
+        return types
+
+    def output_type(self, case: dict[str, list[int]], dtypes: dict[str, str]) -> TensorType:
+        """Return the output's shape and dtype for one shape case and dtype case."""
+        types = self.input_types(case, dtypes)
+        try:
+            found = infer(self.expr, types)
+        except IRError as exc:
+            raise SpecError(str(exc)) from None
+        if not isinstance(found, TensorType):
+            raise SpecError("the operator gives a number, not a tensor")
+        return found
 
     def dtype_cases(self) -> list[dict[str, str]]:
         """Return one {input: dtype} mapping per dtype variant the spec lists."""
         count = max(len(t.dtypes) for t in self.inputs)
         return [{t.name: t.dtypes[min(i, len(t.dtypes) - 1)] for t in self.inputs} for i in range(count)]
-
-
-def broadcast_shape(shapes: list[list[int]], labels: list[str]) -> list[int]:
-    """Return the broadcast result of shapes, or raise SpecError naming the clash."""
-    rank = max(len(s) for s in shapes)
-    result = [1] * rank
-    for shape, label in zip(shapes, labels, strict=True):
-        padded = [1] * (rank - len(shape)) + list(shape)
-        for i, d in enumerate(padded):
-            if d != 1 and result[i] != 1 and d != result[i]:
-                raise SpecError(
-                    f"shapes cannot broadcast: {label} {shape} against "
-                    f"{dict(zip(labels, shapes, strict=True))} (dimension {i - rank})"
-                )
-            result[i] = max(result[i], d)
-    return result

@@ -47,7 +47,7 @@ def run(
 ) -> None:
     """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel."""
     from agent.llm.config import LlmConfigError, resolve_llm
-    from agent.parsing import split_tasks
+    from agent.reader import split_tasks
     from agent.runner import run_job
 
     if device not in ("auto", "cuda", "npu", "cpu"):
@@ -113,6 +113,41 @@ def _print_summary(final: JobState) -> None:
     Console(width=max(console.width, 160)).print(table)  # folded columns are unreadable at 80
     console.print(final.get("message", ""), highlight=False)
     console.print(f"Output: {final['out_dir']} (generator: {final.get('generator', 'offline')})", highlight=False)
+
+
+@app.command()
+def read(
+    spec: Annotated[str | None, typer.Argument(help="The operator spec: English, Chinese, or PyTorch code.")] = None,
+    file: Annotated[Path | None,
+                    typer.Option("--file", "-f", help="Read the spec from a file (.md, .txt, .py).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the reading as JSON.")] = False,
+) -> None:
+    """Show how a spec is understood, without generating anything; exit 0 when it reads, 2 with a question."""
+    import json
+    import tempfile
+
+    from agent.reader import read_spec
+    from agent.spec import SpecError
+
+    if (spec is None) == (file is None):
+        raise typer.BadParameter("give the spec text or --file, not both and not neither")
+    text = file.read_text(encoding="utf-8") if file is not None else str(spec)
+    with tempfile.TemporaryDirectory(prefix="kernelgen-read-") as work:
+        try:
+            result = read_spec(text, work_dir=Path(work))
+        except SpecError as exc:
+            if as_json:
+                console.out(json.dumps({"status": "question", "question": str(exc)}, ensure_ascii=False, indent=2))
+            else:
+                console.print(f"[bold yellow]question[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=2) from None
+    if as_json:
+        reading = result.reading.model_dump(mode="json") if result.reading else {}
+        console.out(json.dumps({"status": "read", "understood": reading, "spec": result.model_dump(mode="json")},
+                               ensure_ascii=False, indent=2))
+        return
+    shown = result.reading.render() if result.reading else result.formula
+    console.print(escape(shown), highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -99,6 +99,10 @@ class ConfigSpace(Protocol):
 class Generator(Protocol):
     """A source of kernels: the offline templates now, an LLM later."""
 
+    def refusal(self, spec: OpSpec) -> str | None:
+        """Say why this generator cannot write the spec (naming the IR nodes it does not lower); None if it can."""
+        ...
+
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
         ...

@@ -42,10 +42,24 @@ def hints_of(patterns: list[PatternHint]) -> list[str]:
 
 
 def read_spec(client: LlmClient, request_text: str, offline_note: str) -> SpecReply:
-    """Ask the model for a structured spec of a request the offline parser could not read."""
+    """Ask the model for its structured reading of a request (the IR where it can), beside the offline one."""
     messages = render_prompt("requirements", request_text=request_text, offline_note=offline_note,
-                             device=DeviceInfo(kind="cpu", name="not detected yet"))
+                             device=DeviceInfo(kind="cpu", name="not detected yet"), ir_ops=ir_signatures())
     return ask_json(client, "requirements", messages, SpecReply)
+
+
+def ir_signatures() -> list[str]:
+    """List the IR's ops with their arguments, one line each, for the requirements prompt."""
+    from agent.ir import registry
+    from agent.ir.registry import REQUIRED
+
+    lines = []
+    for op in registry.all_ops():
+        if op.infix and len(op.operands) <= 2 and op.name not in ("matmul",):
+            continue
+        args = [p.name if p.default == REQUIRED or p.operand else f"{p.name}={p.default!r}" for p in op.signature]
+        lines.append(f"- `{op.name}({', '.join(args)})`")
+    return lines
 
 
 def write_definition(client: LlmClient, spec: OpSpec, device: DeviceInfo, figures: str) -> DefinitionReply:

@@ -28,8 +28,8 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         return {"status": "failed", "message": str(exc)}
     analysis = analyse(spec, device)
     out_shapes = ", ".join(dict.fromkeys(str(c.out_shape) for c in analysis.cases))
-    if spec.category == "custom":
-        assert ctx.llm is not None  # only the LLM reads custom specs
+    refusal = ctx.generator.refusal(spec)
+    if refusal is not None and ctx.llm is not None:
         try:
             reply = write_definition(ctx.llm, spec, device, _figures(analysis))
         except LlmError as exc:
@@ -40,13 +40,13 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
                       request_text=request.spec_text.strip(), out_shapes=out_shapes, model=ctx.llm.config.model)
     else:
         config = request.initial_config or ctx.generator.default_config(spec, "flat", device)
-        text = render("definition.md.j2", spec=spec, device=device, analysis=analysis,
+        text = render("definition.md.j2", spec=spec, device=device, analysis=analysis, refusal=refusal,
                       request_text=request.spec_text.strip(), config=config, out_shapes=out_shapes)
     write_artifact(ctx.engine, state["job_id"], state["out_dir"], "definition.md", text)
     worst = max(analysis.cases, key=lambda c: c.bound_ms)
     ctx.report("definition", f"{device.kind} ({device.name}); {worst.bound}-bound, largest case bound "
                f"{worst.bound_ms:.4f} ms")
-    category = f"custom/{spec.name}" if spec.category == "custom" else ctx.generator.category(spec)
+    category = f"{spec.category}/{spec.name}" if refusal is not None else ctx.generator.category(spec)
     patterns = [
         PatternHint.model_validate(p, from_attributes=True)
         for p in crud.list_patterns(ctx.engine, device=device.name, category=category)

@@ -19,9 +19,15 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     status = state.get("status", "failed")
     if status == "running":
         status = "verified" if state.get("best_round") is not None else "failed"
-    if status == "rejected" or "spec" not in state:
+    if "spec" not in state or "out_dir" not in state:
         status = "failed" if status == "failed" else "rejected"
         ctx.report("finalize", f"{status}: no kernel was written")
+        crud.update_job(ctx.engine, job_id, status=status, message=state.get("message", ""))
+        return {"status": status}
+    if status == "rejected":  # read, but refused at generation: the reading and the reason stay with the job
+        report = _report(state, status) | {"generator": state.get("generator", "offline"), "llm": None}
+        write_artifact(ctx.engine, job_id, state["out_dir"], "report.json", json.dumps(report, indent=1, default=str))
+        ctx.report("finalize", f"{status}: no kernel was written; the reading is in {state['out_dir']}")
         crud.update_job(ctx.engine, job_id, status=status, message=state.get("message", ""))
         return {"status": status}
     out_dir = state["out_dir"]
@@ -49,6 +55,7 @@ def _report(state: JobState, status: str) -> dict[str, Any]:
         "op": spec.name,
         "entry_point": f"{spec.name}_triton.{spec.name}",
         "formula": spec.formula if spec.category == "custom" else f"{spec.output} = {spec.formula}",
+        "understood": spec.reading.model_dump() if spec.reading else None,
         "files": sorted(best_files.files) if best_files else [],
         "device": device.model_dump() if device else None,
         "status": status,

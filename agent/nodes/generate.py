@@ -11,13 +11,21 @@ from agent.generators.base import LaunchConfig, parse_label
 from agent.llm.authoring import hints_of, write_files
 from agent.llm.client import LlmError
 from agent.state import JobState, RoundRecord
+from storage import crud
 
 
 def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
-    """Render the four files at the asked-for, best-known or default configuration; the LLM writes custom ops."""
+    """Render the four files offline when the generator lowers the IR; else the LLM writes them, or the job ends."""
     request, spec, ctx = state["request"], state["spec"], runtime.context
-    if spec.category == "custom":
-        return _from_llm(state, ctx)
+    refusal = ctx.generator.refusal(spec)
+    if refusal is not None:
+        if ctx.llm is not None:
+            return _from_llm(state, ctx)
+        message = (f"read as {spec.formula}, but {refusal}. Configure an OpenAI-compatible endpoint "
+                   "(KERNELGEN_LLM_BASE_URL and KERNELGEN_LLM_MODEL) to have a model write it.")
+        ctx.report("generate", message)
+        crud.update_job(ctx.engine, state["job_id"], status="rejected", message=message)
+        return {"status": "rejected", "message": message}
     config, reason = request.initial_config, "first version at the configuration the request asked for"
     if config is None:
         config, reason = _best_known(state, set(ctx.generator.schedules(spec)))

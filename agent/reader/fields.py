@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agent.parsing.shapes import DTYPE_PATTERN, dtype_name
+from agent.reader.vocabulary import DTYPE_PATTERN, dtype_name
 from agent.spec import DEFAULT_TOLERANCES, MAX_ROUNDS, SUPPORTED_DTYPES, SpecError, Tolerance
 
 _FULLWIDTH = str.maketrans({
@@ -146,10 +146,11 @@ _ROUNDS = (
     re.compile(
         rf"max(?:imum|\.)?\s*(?:number\s+of\s+)?(?:optimi[sz]ation\s+|tuning\s+|refinement\s+)?"
         rf"(?:rounds|iterations)\s*(?::|=|of|is)?\s*{_NUM}", re.I),
-    re.compile(rf"(?:up\s+to|at\s+most|no\s+more\s+than)\s+{_NUM}\s+(?:optimi[sz]ation\s+)?(?:rounds|iterations)",
-               re.I),
+    re.compile(rf"(?:up\s+to|at\s+most|no\s+more\s+than|max(?:imum)?)\s+{_NUM}\s+(?:optimi[sz]ation\s+|tuning\s+)?"
+               rf"(?:rounds|iterations)", re.I),
+    re.compile(rf"{_NUM}\s+(?:optimi[sz]ation\s+|tuning\s+)?rounds\s+(?:max(?:imum)?|at\s+most)", re.I),
     re.compile(rf"\brounds\s*(?::|=)\s*{_NUM}", re.I),
-    re.compile(rf"(?:最多|至多)\s*{_NUM}\s*轮"),
+    re.compile(rf"(?:最多|至多|不超过)\s*(?:优化|迭代|调优)?\s*{_NUM}\s*轮"),
 )
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from tests.agent.llm.answers import SPEC_TEXT, definition_json, first_version, spec_json
 from tests.scripted_llm import MODEL, Reply, scripted_llm
 from tests.server.live import RELU, LiveServer, submit, wait_final
+
+RELU_READING = {
+    "supported": True, "name": "relu", "description": "max(x, 0)", "semantics": "out = max(x, 0)",
+    "ir": "relu(x)", "inputs": [{"name": "x", "shapes": [[64, 64]], "dtypes": ["float32"]}], "params": [],
+    "output": "out", "output_shapes": [[64, 64]], "edge_cases": [], "flops_per_output": 1,
+}
 
 
 def test_a_job_for_an_unknown_op_is_written_by_the_llm_and_accounted(start_server: Callable[..., LiveServer]) -> None:
@@ -25,10 +32,13 @@ def test_a_job_for_an_unknown_op_is_written_by_the_llm_and_accounted(start_serve
             assert usage["calls"] == 6 and usage["by_status"] == {"ok": 6} and usage["total_tokens"] > 0
             names = {a["name"] for a in client.get(f"/jobs/{job_id}/artifacts").json()}
             assert {"prefix_sum_triton.py", "definition.md", "report.json"} <= names
-            # auto on a server with an endpoint: a known family keeps the offline kernel (no calls needed).
+            # auto on a server with an endpoint: the model reads the spec too (one call); a known family keeps
+            # the offline kernel, so no file is asked for.
+            llm.script("requirements", json.dumps(RELU_READING))
             relu = wait_final(client, submit(client, RELU))
             assert relu["status"] == "verified" and relu["generator"] == f"openai:{MODEL}"
-            assert relu["llm_usage"]["calls"] == 0
+            assert relu["llm_usage"]["calls"] == 1 and relu["llm_usage"]["by_status"] == {"ok": 1}
+            assert llm.stages()[-1] == "requirements"
 
 
 def test_an_llm_job_whose_endpoint_fails_ends_with_the_reason(start_server: Callable[..., LiveServer]) -> None:

@@ -1,7 +1,8 @@
-"""Offline generator for fused elementwise and broadcast operators."""
+"""Offline generator for fused elementwise and broadcast operators, written from the operator IR."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import pprint
@@ -12,11 +13,14 @@ from typing import Any
 
 import jinja2
 
-from agent.expr import flops, helpers, parse_formula, positive_names, to_torch, to_triton_statements
 from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.broadcast import broadcast_runs, count_runs
+from agent.generators.offline.lowering import Lowered, NotLowerable, lower, unsupported
 from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, ShapeFacts, Space, config_space
-from agent.ops import TRITON_HELPERS
+from agent.generators.offline.triton_ops import HELPERS
+from agent.ir.count import flops_per_output
+from agent.ir.printer import to_statements, to_text
+from agent.reader.agreement import positive_inputs
 from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
@@ -24,6 +28,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 # Odd sizes for edge cases: not powers of two, not multiples of any block size.
 _EDGE_DIMS = (3, 5, 7, 11)
 _SMOKE_MAX_ELEMENTS = 1 << 20
+_FLOATS = ("float32", "float16", "bfloat16")
 
 
 @cache
@@ -42,19 +47,33 @@ class ElementwiseGenerator:
 
     family = "elementwise"
 
+    def refusal(self, spec: OpSpec) -> str | None:
+        """Say why this generator cannot write the spec (None when it can)."""
+        if spec.category == "custom":
+            return "the spec is described in words only (no operator IR)"
+        problems = unsupported(spec.expr)
+        if problems:
+            return "the offline generator writes fused elementwise operators; it does not lower " + "; ".join(problems)
+        ints = [t.name for t in spec.inputs if any(d not in _FLOATS for d in t.dtypes)]
+        if ints:
+            return f"inputs {', '.join(ints)} are not floating point; the elementwise generator reads float inputs only"
+        if _output_dtype(spec) is None:
+            return "the output dtype differs between dtype cases in a way the kernel wrapper cannot follow"
+        return None
+
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
         context = self.context(spec, config)
         env = _environment()
-        files = {
-            f"{spec.name}_{role}.py": env.get_template(f"{role}.py.j2").render(**context)
-            for role in FILE_ROLES
-        }
+        templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
+        if context["code"] is not None:
+            templates["baseline"] = "baseline_code.py.j2"  # the user's own code is the reference
+        files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
         return KernelFiles(op=spec.name, files=files, config=config)
 
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: elementwise/same-shape, /row-broadcast or /broadcast."""
-        kinds = [self._input(spec, t.name) for t in spec.inputs]
+        kinds = [self._input(spec, _lowered(spec), t.name) for t in spec.inputs]
         if all(k["full"] for k in kinds):
             return "elementwise/same-shape"
         if all(k["full"] or k["row"] for k in kinds):
@@ -82,32 +101,29 @@ class ElementwiseGenerator:
 
     def context(self, spec: OpSpec, config: LaunchConfig) -> dict[str, Any]:
         """Compute everything the templates need from the spec."""
-        expr = parse_formula(spec.formula)
-        inputs = [self._input(spec, t.name) for t in spec.inputs]
-        aligned = [t for t in spec.inputs if t.align is not None]
-        rank_terms = ", ".join(
-            f"{t.align} + {t.name}.dim()" if t.align is not None else f"{t.name}.dim()" for t in spec.inputs
-        )
+        lowered = _lowered(spec)
+        inputs = [self._input(spec, lowered, t.name) for t in spec.inputs]
         first_dtype = spec.dtype_cases()[0][spec.inputs[0].name]
         tolerance = spec.tolerances[first_dtype]
+        formula = to_text(spec.expr)
         return {
             "op": spec.name,
             "output": spec.output,
-            "formula": spec.formula,
+            "formula": formula,
             "schedule": config.schedule,
             "schedule_note": f"offline elementwise generator; schedule `{config.schedule}`: "
                              f"{SCHEDULE_NOTES[config.schedule]}",
             "constants": config.constants(),
             "inputs": inputs,
             "params": spec.params,
-            "aligned": aligned,
-            "rank_terms": rank_terms,
+            "aligned": [i for i in inputs if i["trailing"]],
             "broadcast_runs": [(i["name"], i["runs"]) for i in inputs
                                if not i["full"] and not (config.schedule == "rows" and i["row"])],
             "broadcast_runs_source": inspect.getsource(broadcast_runs).rstrip(),
-            "helpers": [TRITON_HELPERS[h] for h in helpers(expr)],
-            "body": to_triton_statements(expr, spec.output),
-            "torch_expr": to_torch(expr),
+            "helpers": [HELPERS[h].source for h in lowered.helpers],
+            "body": lowered.body,
+            "torch_statements": to_statements(spec.expr, spec.output),
+            "out_dtype": _output_dtype(spec),
             "signature": self._signature(spec),
             "named_inputs": _tuple([f'("{t.name}", {t.name})' for t in spec.inputs]),
             "shapes_tuple": _tuple([f"tuple({t.name}.shape)" for t in spec.inputs]),
@@ -119,38 +135,40 @@ class ElementwiseGenerator:
             "edge_cases": _pretty(edge_cases(spec)),
             "dtype_cases": _pretty(spec.dtype_cases()),
             "tolerances": _pretty({d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())}),
-            "positive": sorted(positive_names(expr) & {t.name for t in spec.inputs}),
+            "positive": sorted(positive_inputs(spec.expr) & {t.name for t in spec.inputs}),
             "params_dict": repr({p.name: p.value for p in spec.params}),
             "input_names": [t.name for t in spec.inputs],
-            "flops_per_element": flops(expr),
+            "flops_per_element": _flops_per_element(spec),
             "device_peaks": _pretty({k: PEAKS[k] for k in sorted(PEAKS, key=len, reverse=True)}),
             "first_rtol": tolerance.rtol,
             "first_atol": tolerance.atol,
+            "code": _code_context(spec),
         }
 
-    def _input(self, spec: OpSpec, name: str) -> dict[str, Any]:
+    def _input(self, spec: OpSpec, lowered: Lowered, name: str) -> dict[str, Any]:
         tensor = next(t for t in spec.inputs if t.name == name)
+        trailing = lowered.views[name].trailing if name in lowered.views else 0
         full, row, runs = True, True, 1
         for case in spec.shape_cases():
-            aligned = tuple(spec.aligned_shapes(case)[name])
+            viewed = tuple(case[name]) + (1,) * trailing
             out = tuple(spec.output_shape(case))
-            padded = (1,) * (len(out) - len(aligned)) + aligned
+            padded = (1,) * (len(out) - len(viewed)) + viewed
             if padded != out:
                 full = False
             # A row input varies only along the last output dimension (a bias over features).
-            if len(out) < 2 or padded != (1,) * (len(out) - 1) + out[-1:] or tensor.align is not None:
+            if len(out) < 2 or padded != (1,) * (len(out) - 1) + out[-1:] or trailing:
                 row = False
-            runs = max(runs, count_runs(aligned, out))
+            runs = max(runs, count_runs(viewed, out))
         smoke = _smoke_case(spec)
         dtype = tensor.dtypes[0]
-        positive = name in positive_names(parse_formula(spec.formula))
+        positive = name in positive_inputs(spec.expr)
         shape = ", ".join(str(d) for d in smoke[name])
         draw = (
             f"torch.rand({shape}, device=device) * 3.75 + 0.25" if positive else f"torch.randn({shape}, device=device)"
         )
         return {
             "other": ", other=1.0" if positive else "",
-            "name": name, "full": full, "row": row and not full, "runs": runs, "align": tensor.align,
+            "name": name, "full": full, "row": row and not full, "runs": runs, "trailing": trailing,
             "sample": f"({draw}).to(torch.{dtype})",
         }
 
@@ -159,6 +177,51 @@ class ElementwiseGenerator:
         parts = [f"{t.name}: torch.Tensor" for t in spec.inputs]
         parts += [f"{p.name}: float = {p.value!r}" for p in spec.params]
         return ", ".join(parts)
+
+
+def _code_context(spec: OpSpec) -> dict[str, Any] | None:
+    """Return what the code baseline needs: the user's source, entry, constructor arguments and parameters."""
+    code = spec.reading.code if spec.reading else None
+    if code is None:
+        return None
+    arguments = [i.name for i in spec.reading.inputs if i.role == "argument"] if spec.reading else []
+    parameters = [n for n in code.parameters]
+    return {
+        "source_literal": repr(code.source), "entry": code.entry, "kind": code.kind,
+        "init_args": repr(list(code.init_args)), "parameters": repr(dict(code.parameters)),
+        "arguments": ", ".join(arguments) + ("," if len(arguments) == 1 else ""),
+        "parameter_args": ", ".join(parameters) + ("," if len(parameters) == 1 else ""),
+    }
+
+
+def _lowered(spec: OpSpec) -> Lowered:
+    try:
+        return lower(spec.expr, spec.output, [t.name for t in spec.inputs])
+    except NotLowerable as exc:
+        raise ValueError(f"the offline elementwise generator cannot write {spec.name}: {exc}") from None
+
+
+def _output_dtype(spec: OpSpec) -> str | None:
+    """Return the wrapper's output dtype: promotion of the inputs, or a fixed dtype (a cast, a comparison)."""
+    kinds: set[str] = set()
+    for case in spec.dtype_cases():
+        found = spec.output_type(spec.shape_cases()[0], case).dtype
+        promoted = str(_promote([case[t.name] for t in spec.inputs])).replace("torch.", "")
+        kinds.add("promote" if found == promoted else found)
+    if kinds == {"promote"}:
+        return "functools.reduce(torch.promote_types, dtypes)"
+    return f"torch.{kinds.pop()}" if len(kinds) == 1 else None
+
+
+def _promote(dtypes: list[str]) -> object:
+    import torch
+
+    return functools.reduce(torch.promote_types, [getattr(torch, d) for d in dtypes])
+
+
+def _flops_per_element(spec: OpSpec) -> int:
+    case = spec.shape_cases()[0]
+    return round(flops_per_output(spec.expr, spec.input_types(case, spec.dtype_cases()[0])))
 
 
 def _tuple(items: list[str]) -> str:
@@ -172,14 +235,15 @@ def _pretty(value: object) -> str:
 
 
 def edge_cases(spec: OpSpec) -> list[dict[str, list[int]]]:
-    """Derive odd shapes that keep each input's broadcast role from the spec's first case."""
+    """Derive odd shapes that keep each input's broadcast role from the spec's first case (any rank)."""
     case = spec.shape_cases()[0]
-    aligned = spec.aligned_shapes(case)
+    lowered = _lowered(spec)
     out = spec.output_shape(case)
     rank = len(out)
+    odd = [_EDGE_DIMS[i % len(_EDGE_DIMS)] for i in range(max(rank - 1, 0))]
     outs = [
         [1] * rank,
-        list(_EDGE_DIMS[: rank - 1]) + [131],
+        odd + [131],
         [5] * (rank - 1) + [1] if rank > 1 else [257],
         [67 if i == rank - 2 else 2 for i in range(rank - 1)] + [1021] if rank > 1 else [65537],
     ]
@@ -188,11 +252,12 @@ def edge_cases(spec: OpSpec) -> list[dict[str, list[int]]]:
         shapes = {}
         for t in spec.inputs:
             own = case[t.name]
-            mine = aligned[t.name]
-            padded = [1] * (rank - len(mine)) + list(mine)
+            trailing = lowered.views[t.name].trailing if t.name in lowered.views else 0
+            mine = list(own) + [1] * trailing
+            padded = [1] * (rank - len(mine)) + mine
             keep = [padded[d] != 1 or out[d] == 1 for d in range(rank)]
             edge = [edge_out[d] if keep[d] else 1 for d in range(rank)]
-            edge = edge[rank - len(mine) :][: len(own)]
+            edge = edge[rank - len(mine):][: len(own)]
             shapes[t.name] = edge
         if shapes not in result:
             result.append(shapes)
@@ -216,7 +281,7 @@ def shape_facts(spec: OpSpec, device: DeviceInfo) -> ShapeFacts:
     largest = max(outs, key=math.prod)
     elements = math.prod(largest)
     n_cols = largest[-1] if largest else 1
-    itemsizes = [_ITEMSIZE[d] for case in spec.dtype_cases() for d in case.values()]
+    itemsizes = [_ITEMSIZE.get(d, 4) for case in spec.dtype_cases() for d in case.values()]
     return ShapeFacts(
         largest_elements=elements, n_cols=n_cols, n_rows=max(1, elements // max(1, n_cols)),
         narrowest_itemsize=min(itemsizes), n_tensors=len(spec.inputs) + 1,

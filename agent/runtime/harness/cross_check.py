@@ -31,6 +31,8 @@ def run_plan(plan: dict) -> dict:
     previous = None
     if plan.get("previous_reference"):
         previous = getattr(importlib.import_module(plan["previous_reference"]), plan["op"])
+    spec_ref = getattr(importlib.import_module(plan["spec_reference"]), plan["op"]) if plan.get("spec_reference") \
+        else None
     params = plan["params"]
     cases, skipped = [], []
     for case in plan["cases"]:
@@ -44,7 +46,7 @@ def run_plan(plan: dict) -> dict:
                 row = {"kind": case["kind"], "shapes": shapes, "dtypes": dtypes, "seed": seed}
                 try:
                     row.update(check(torch, entry, ref, plan["inputs"], shapes, dtypes, seed, device, params,
-                                     plan["tolerances"], previous))
+                                     plan["tolerances"], previous, spec_ref))
                 except Exception as exc:  # a crash on one case is that case's result
                     row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
                 cases.append(row)
@@ -54,8 +56,9 @@ def run_plan(plan: dict) -> dict:
             "message": "" if cases else "no case could run"}
 
 
-def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolerances, previous=None) -> dict:
-    """Run one case and compare it with the reference (and the reference with the previous one, if given)."""
+def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolerances, previous=None,
+          spec_ref=None) -> dict:
+    """Run one case and compare it with the reference (the spec's own when given, which the file's must match)."""
     inputs = random_inputs(torch, names, shapes, dtypes, seed, device)
     with poisoned_allocations(torch):
         out = entry(*inputs, **params)
@@ -74,6 +77,13 @@ def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolera
                 before, expected, rtol=1e-6, atol=1e-9, equal_nan=True)):
             return {"status": "fail", "message": "the rewritten reference disagrees with the previous one: an "
                                                  "interface edit may not change what the operator computes"}
+    if spec_ref is not None:
+        ours = spec_ref(*[t.detach().cpu().double() for t in inputs], **params)
+        if tuple(ours.shape) != tuple(expected.shape) or not bool(torch.allclose(
+                ours.double(), expected.double(), rtol=1e-6, atol=1e-9, equal_nan=True)):
+            return {"status": "fail", "message": "the reference file computes something other than the spec's "
+                                                 "reading (checked against the service's own reference)"}
+        expected = ours.double()
     error = (got - expected).abs()
     finite = torch.isfinite(expected)
     bad = ~(error <= atol + rtol * expected.abs()) & finite  # where the reference itself is not finite: skip

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from agent.generators.base import LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator, edge_cases
-from agent.parsing import parse_requirements, split_tasks
+from agent.reader import read_spec, split_tasks
 from tests.agent.generators.kernels import TORCH_DTYPES, load_triton_module
 
 SMALL = 1 << 18
@@ -66,7 +66,7 @@ def _taskbook_cases() -> list[tuple[str, Callable[..., torch.Tensor]]]:
     tasks = split_tasks(TASKBOOK.read_text(encoding="utf-8"))
     cases = []
     for task in tasks:
-        name = parse_requirements(task).name
+        name = read_spec(task).name
         cases.append((task, TASKBOOK_EXPECTED[name]))
     return cases
 
@@ -77,7 +77,7 @@ def _shape_cases(spec) -> list[dict[str, list[int]]]:  # type: ignore[no-untyped
 
 
 def _check(text: str, expected: Callable[..., torch.Tensor], tmp_path: Path) -> None:
-    spec = parse_requirements(text)
+    spec = read_spec(text)
     config = LaunchConfig(block_size=256, num_warps=4)  # small blocks: many programs, ragged tails
     module = load_triton_module(ElementwiseGenerator().generate(spec, config), tmp_path)
     kernel = getattr(module, spec.name)
@@ -112,6 +112,6 @@ def test_generated_kernel_matches_pytorch(text: str, expected: Callable[..., tor
 @pytest.mark.skipif(not TASKBOOK.exists(), reason="the shared task books are not beside this checkout")
 def test_chinese_task_book_kernels_match_pytorch(tmp_path: Path) -> None:
     cases = _taskbook_cases()
-    assert [parse_requirements(t).name for t, _ in cases] == ["bias_add", "gelu_tanh", "swiglu"]
+    assert [read_spec(t).name for t, _ in cases] == ["bias_add", "gelu_tanh", "swiglu"]
     for index, (text, expected) in enumerate(cases):
         _check(text, expected, tmp_path / str(index))

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from agent.generators.base import LaunchConfig, Schedule
 from agent.generators.offline.elementwise import ElementwiseGenerator
-from agent.parsing import parse_requirements
+from agent.reader import read_spec
 from agent.spec import OpSpec
 from tests.agent.generators.kernels import load_triton_module
 
@@ -56,11 +56,11 @@ CONFIGS: dict[Schedule, list[LaunchConfig]] = {
 DTYPES = (torch.float32, torch.float16)
 TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2)}
 OFFERED = [(name, schedule) for name, case in CASES.items()
-           for schedule in GENERATOR.schedules(parse_requirements(case[0]))]
+           for schedule in GENERATOR.schedules(read_spec(case[0]))]
 
 
 def _spec(text: str) -> OpSpec:
-    return parse_requirements(text)
+    return read_spec(text)
 
 
 def _inputs(spec: OpSpec, shapes: dict[str, list[int]], dtype: torch.dtype, seed: int) -> list[torch.Tensor]:

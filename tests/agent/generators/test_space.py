@@ -16,7 +16,7 @@ from agent.generators.offline.space import (
     config_space,
     tile_elements,
 )
-from agent.parsing import parse_requirements
+from agent.reader import read_spec
 from agent.runtime.devices import DeviceInfo
 
 SCHEDULES: tuple[Schedule, ...] = ("flat", "rows", "persistent")
@@ -222,12 +222,12 @@ def test_summary_names_every_reason_with_its_count() -> None:
 
 
 def test_shape_facts_come_from_the_spec_and_the_device() -> None:
-    spec = parse_requirements("fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]")
+    spec = read_spec("fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]")
     assert shape_facts(spec, H200) == BIG_FP16
     assert shape_facts(spec, ASCEND) == ShapeFacts(
         largest_elements=8192 * 4096, n_cols=4096, n_rows=8192, narrowest_itemsize=2, n_tensors=3,
         multiprocessors=40, ascend=True)
-    mixed = parse_requirements("fused bias-add + GELU, x [16, 300] fp32 and fp16, bias [300]")
+    mixed = read_spec("fused bias-add + GELU, x [16, 300] fp32 and fp16, bias [300]")
     assert shape_facts(mixed, H200).narrowest_itemsize == 2
     unknown = DeviceInfo(kind="cpu", name="CPU, Triton interpreter")
     assert shape_facts(spec, unknown).multiprocessors == 132  # pruned as for an H100 when no accelerator is here

@@ -15,7 +15,7 @@ from agent.nodes.edit import edit
 from agent.nodes.generate import generate
 from agent.nodes.log import log
 from agent.nodes.search import search
-from agent.parsing import parse_requirements
+from agent.reader import read_spec
 from agent.runtime.devices import DeviceInfo
 from agent.state import JobRequest, JobState, RoundRecord
 from storage import crud
@@ -32,7 +32,7 @@ def _runtime(tmp_path: Path) -> Runtime[JobContext]:
 
 
 def _state(tmp_path: Path, runtime: Runtime[JobContext], device: DeviceInfo, **extra: Any) -> JobState:
-    spec = parse_requirements(SPEC)
+    spec = read_spec(SPEC)
     job_id = crud.create_job(runtime.context.engine, SPEC, str(tmp_path / "out"))
     files = ElementwiseGenerator().generate(spec, LaunchConfig(block_size=256, num_warps=8))
     v0 = RoundRecord(index=0, edit_type="initial", config=files.config, reason="first", accuracy_status="pass",
@@ -57,7 +57,7 @@ def _measured_round(config: LaunchConfig, speedup: float) -> RoundRecord:
 def test_a_round_that_helped_is_filed_and_becomes_the_best(tmp_path: Path) -> None:
     runtime = _runtime(tmp_path)
     better = LaunchConfig(block_size=1024, num_warps=1)
-    candidate = ElementwiseGenerator().generate(parse_requirements(SPEC), better)
+    candidate = ElementwiseGenerator().generate(read_spec(SPEC), better)
     state = _state(tmp_path, runtime, H200, files=candidate, pending=_measured_round(better, 2.5))
     updates = log(state, runtime)
     assert updates["best_round"] == 1 and updates["best_files"] == candidate
@@ -73,7 +73,7 @@ def test_a_round_that_helped_is_filed_and_becomes_the_best(tmp_path: Path) -> No
 def test_a_slower_round_is_reverted_and_filed_as_not_helping(tmp_path: Path) -> None:
     runtime = _runtime(tmp_path)
     worse = LaunchConfig(block_size=128, num_warps=1)
-    candidate = ElementwiseGenerator().generate(parse_requirements(SPEC), worse)
+    candidate = ElementwiseGenerator().generate(read_spec(SPEC), worse)
     state = _state(tmp_path, runtime, H200, files=candidate, pending=_measured_round(worse, 1.0))
     updates = log(state, runtime)
     assert "best_round" not in updates and updates["files"] == state["best_files"]

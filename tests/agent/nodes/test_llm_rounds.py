@@ -23,7 +23,7 @@ from agent.llm.config import LlmConfig
 from agent.llm.replies import SpecReply
 from agent.nodes.diagnose import diagnose
 from agent.nodes.llm_edit import llm_edit
-from agent.parsing import parse_requirements
+from agent.reader import read_spec
 from agent.roofline import place
 from agent.runtime.devices import DeviceInfo
 from agent.state import JobRequest, JobState, RoundRecord
@@ -135,7 +135,7 @@ def test_a_model_that_sees_nothing_to_gain_ends_the_loop(tmp_path: Path, llm: Sc
 def test_a_known_family_hands_over_to_the_model_when_the_rules_run_out(tmp_path: Path, llm: ScriptedLLM) -> None:
     runtime = _runtime(tmp_path, llm.url)
     text = "fused bias-add + GELU, x [16, 96] fp32, bias [96]"
-    spec = parse_requirements(text).model_copy(update={"target_speedup": 5.0})
+    spec = read_spec(text).model_copy(update={"target_speedup": 5.0})
     generator = ElementwiseGenerator()
     files = generator.generate(spec, LaunchConfig())
     schedules = generator.schedules(spec)
@@ -153,7 +153,7 @@ def test_without_an_llm_a_known_family_stops_when_the_rules_run_out(tmp_path: Pa
     runtime = _runtime(tmp_path, "http://127.0.0.1:9/v1")
     runtime = Runtime(context=JobContext(engine=runtime.context.engine, work_dir=tmp_path / "work"))
     text = "fused bias-add + GELU, x [16, 96] fp32, bias [96]"
-    spec = parse_requirements(text).model_copy(update={"target_speedup": 5.0})
+    spec = read_spec(text).model_copy(update={"target_speedup": 5.0})
     generator = ElementwiseGenerator()
     schedules = generator.schedules(spec)
     tried = [search_key(s) for s in schedules] + [switch_key(a, b) for a in schedules for b in schedules]

@@ -9,7 +9,7 @@ from agent.context import JobContext
 from agent.generators.base import LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
 from agent.nodes.profile import profile
-from agent.parsing import parse_requirements
+from agent.reader import read_spec
 from agent.runtime.devices import DeviceInfo
 from agent.state import JobState, RoundRecord
 from storage.db import make_engine
@@ -20,7 +20,7 @@ SPEC = "fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]"
 
 def _state(device: DeviceInfo, performance_status: str = "pass") -> JobState:
     recorded = RECORDED["jobs"]["A_poor_start_target_5"]["rounds"][1]
-    spec = parse_requirements(SPEC)
+    spec = read_spec(SPEC)
     config = LaunchConfig(**recorded["config"])
     pending = RoundRecord(index=1, edit_type="parameter", config=config, reason="search", accuracy_status="pass",
                           performance_status=performance_status, performance=recorded["performance"],

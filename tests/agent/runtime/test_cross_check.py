@@ -4,10 +4,10 @@ from pathlib import Path
 
 from agent.generators.base import KernelFiles, LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
-from agent.parsing import parse_requirements
+from agent.reader import read_spec
 from agent.runtime.cross_check import SEEDS, cross_check
 
-SPEC = parse_requirements("fused bias-add + GELU, x [16, 300] fp32, bias [300]")
+SPEC = read_spec("fused bias-add + GELU, x [16, 300] fp32, bias [300]")
 TIMEOUT_S = 180.0
 
 
@@ -21,11 +21,26 @@ def _with_kernel(files: KernelFiles, old: str, new: str) -> KernelFiles:
     return files.model_copy(update={"files": {**files.files, name: files.files[name].replace(old, new)}})
 
 
-def test_a_correct_kernel_passes_every_case_and_seed(tmp_path: Path) -> None:
+def test_a_correct_kernel_passes_every_case_and_seed_including_our_own_odd_shapes(tmp_path: Path) -> None:
     result = cross_check(_files(), SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
     assert result.status == "pass"
-    expected = (len(SPEC.shape_cases()) + len(SPEC.edge_cases)) * len(SPEC.dtype_cases()) * len(SEEDS)
+    edges = [c for c in result.result["cases"] if c["kind"] == "edge"]
+    assert edges and {tuple(c["shapes"]["bias"]) for c in edges} >= {(1,), (3,)}  # size 1 and a small prime
+    expected = (len(SPEC.shape_cases()) + len(edges) // len(SEEDS)) * len(SPEC.dtype_cases()) * len(SEEDS)
     assert result.result["cases_run"] == expected and result.result["cases_failed"] == 0
+
+
+def test_a_reference_file_that_computes_something_else_fails_against_the_spec(tmp_path: Path) -> None:
+    files = _files()  # a colluding pair: kernel and baseline both compute gelu(x) - bias, not gelu(x + bias)
+    name = files.name_of("baseline")
+    baseline = files.files[name].replace("out = F.gelu(x + bias)", "out = F.gelu(x) - bias")
+    assert baseline != files.files[name]
+    kernel = _with_kernel(files, "out = 0.5 * t0 * (1.0 + tl.erf(t0 * 0.7071067811865476))",
+                          "out = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)) - bias")
+    colluding = kernel.model_copy(update={"files": {**kernel.files, name: baseline}})
+    result = cross_check(colluding, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
+    assert result.result["status"] == "fail"
+    assert all("something other than the spec's reading" in c["message"] for c in result.result["cases"])
 
 
 def test_an_element_the_kernel_never_writes_fails_the_check(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from agent.generators.base import KernelFiles, LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
-from agent.parsing import parse_requirements
+from agent.reader import read_spec
 from agent.runtime.tuning import SEARCH_MIN_GAIN, SearchResult, Trial, pick_winner, search_cases, search_configs
 from agent.spec import OpSpec
 
@@ -17,7 +17,7 @@ FLAT_GRID = "grid = (triton.cdiv(n_elements, BLOCK_SIZE),)"
 
 
 def _spec(text: str = "fused bias-add + GELU, x [16, 300] fp32, bias [300]") -> OpSpec:
-    return parse_requirements(text)
+    return read_spec(text)
 
 
 def _flat(block_size: int, num_warps: int = 4) -> LaunchConfig:

@@ -1,0 +1,137 @@
+"""How each elementwise IR op is written in Triton, over float32 values (format strings over {a0}, {a1}, attrs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A @triton.jit helper emitted into `<op>_triton.py` when an expression needs it."""
+
+    source: str
+    needs: tuple[str, ...] = ()
+
+
+# tanh and softplus are written with tl.exp so the kernel runs unchanged on CUDA, Ascend and the CPU
+# interpreter (libdevice is CUDA-only).
+HELPERS: dict[str, Helper] = {
+    "_tanh": Helper('''@triton.jit
+def _tanh(x):
+    """Return tanh(x) computed from exp(-2|x|), which never overflows."""
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x >= 0, t, -t)'''),
+    "_softplus": Helper('''@triton.jit
+def _softplus(x):
+    """Return log(1 + exp(x)) without overflow for large x."""
+    return tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x)))'''),
+}
+
+
+@dataclass(frozen=True)
+class TritonOp:
+    """One op's Triton spelling; `choose` picks a variant from the rendered attribute values."""
+
+    template: str
+    helpers: tuple[str, ...] = ()
+    choose: Callable[[dict[str, str]], str] | None = None
+
+    def pick(self, values: dict[str, str]) -> str:
+        """Return the template for these attribute values."""
+        return self.choose(values) if self.choose else self.template
+
+
+def _gelu(values: dict[str, str]) -> str:
+    if values.get("approximate") == "tanh":
+        return "0.5 * {a0} * (1.0 + _tanh(0.7978845608028654 * ({a0} + 0.044715 * {a0} * {a0} * {a0})))"
+    return "0.5 * {a0} * (1.0 + tl.erf({a0} * 0.7071067811865476))"
+
+
+def _clamp(values: dict[str, str]) -> str:
+    low, high = values.get("min", "None"), values.get("max", "None")
+    if low != "None" and high != "None":
+        return "tl.minimum(tl.maximum({a0}, {min}), {max})"
+    return "tl.maximum({a0}, {min})" if low != "None" else "tl.minimum({a0}, {max})"
+
+
+TRITON: dict[str, TritonOp] = {
+    "relu": TritonOp("tl.maximum({a0}, 0.0)"),
+    "relu6": TritonOp("tl.minimum(tl.maximum({a0}, 0.0), 6.0)"),
+    "leaky_relu": TritonOp("tl.where({a0} >= 0, {a0}, {a0} * {negative_slope})"),
+    "gelu": TritonOp("", ("_tanh",), _gelu),
+    "silu": TritonOp("{a0} * tl.sigmoid({a0})"),
+    "sigmoid": TritonOp("tl.sigmoid({a0})"),
+    "logsigmoid": TritonOp("-_softplus(-{a0})", ("_softplus",)),
+    "tanh": TritonOp("_tanh({a0})", ("_tanh",)),
+    "softplus": TritonOp("tl.where({a0} * {beta} > {threshold}, {a0}, _softplus({a0} * {beta}) / {beta})",
+                         ("_softplus",)),
+    "mish": TritonOp("{a0} * _tanh(_softplus({a0}))", ("_tanh", "_softplus")),
+    "elu": TritonOp("tl.where({a0} > 0, {a0}, {alpha} * (tl.exp({a0}) - 1.0))"),
+    "celu": TritonOp("tl.maximum({a0}, 0.0) + tl.minimum(0.0, {alpha} * (tl.exp({a0} / {alpha}) - 1.0))"),
+    "selu": TritonOp(f"{_SELU_SCALE} * tl.where({{a0}} > 0, {{a0}}, {_SELU_ALPHA} * (tl.exp({{a0}}) - 1.0))"),
+    "hardswish": TritonOp("{a0} * tl.minimum(tl.maximum({a0} + 3.0, 0.0), 6.0) / 6.0"),
+    "hardsigmoid": TritonOp("tl.minimum(tl.maximum({a0} / 6.0 + 0.5, 0.0), 1.0)"),
+    "hardtanh": TritonOp("tl.minimum(tl.maximum({a0}, {min_val}), {max_val})"),
+    "softsign": TritonOp("{a0} / (1.0 + tl.abs({a0}))"),
+    "tanhshrink": TritonOp("{a0} - _tanh({a0})", ("_tanh",)),
+    "hardshrink": TritonOp("tl.where(tl.abs({a0}) > {lambd}, {a0}, 0.0)"),
+    "softshrink": TritonOp("tl.where({a0} > {lambd}, {a0} - {lambd}, tl.where({a0} < -{lambd}, {a0} + {lambd}, 0.0))"),
+    "clamp": TritonOp("", choose=_clamp),
+    "abs": TritonOp("tl.abs({a0})"),
+    "neg": TritonOp("(-{a0})"),
+    "exp": TritonOp("tl.exp({a0})"),
+    "exp2": TritonOp("tl.exp2({a0})"),
+    "expm1": TritonOp("(tl.exp({a0}) - 1.0)"),
+    "log": TritonOp("tl.log({a0})"),
+    "log2": TritonOp("tl.log2({a0})"),
+    "log10": TritonOp("(tl.log({a0}) * 0.4342944819032518)"),
+    "log1p": TritonOp("tl.log(1.0 + {a0})"),
+    "sqrt": TritonOp("tl.sqrt({a0})"),
+    "rsqrt": TritonOp("tl.rsqrt({a0})"),
+    "reciprocal": TritonOp("(1.0 / {a0})"),
+    "square": TritonOp("({a0} * {a0})"),
+    "sin": TritonOp("tl.sin({a0})"),
+    "cos": TritonOp("tl.cos({a0})"),
+    "tan": TritonOp("(tl.sin({a0}) / tl.cos({a0}))"),
+    "erf": TritonOp("tl.erf({a0})"),
+    "sign": TritonOp("tl.where({a0} > 0, 1.0, tl.where({a0} < 0, -1.0, 0.0))"),
+    "floor": TritonOp("tl.floor({a0})"),
+    "ceil": TritonOp("tl.ceil({a0})"),
+    "add": TritonOp("({a0} + {a1})"),
+    "sub": TritonOp("({a0} - {a1})"),
+    "mul": TritonOp("({a0} * {a1})"),
+    "div": TritonOp("({a0} / {a1})"),
+    "pow": TritonOp(""),  # lowered by lowering._power
+    "maximum": TritonOp("tl.maximum({a0}, {a1})"),
+    "minimum": TritonOp("tl.minimum({a0}, {a1})"),
+    "gt": TritonOp("({a0} > {a1})"),
+    "ge": TritonOp("({a0} >= {a1})"),
+    "lt": TritonOp("({a0} < {a1})"),
+    "le": TritonOp("({a0} <= {a1})"),
+    "eq": TritonOp("({a0} == {a1})"),
+    "ne": TritonOp("({a0} != {a1})"),
+    "logical_and": TritonOp("({a0} & {a1})"),
+    "logical_or": TritonOp("({a0} | {a1})"),
+    "logical_not": TritonOp("(~{a0})"),
+    "where": TritonOp("tl.where({a0}, {a1}, {a2})"),
+    "cast": TritonOp("{a0}.to(tl.{dtype}).to(tl.float32)"),
+}
+
+# Why the offline generator stops at a family (shown when it refuses a spec).
+UNSUPPORTED_REASON = {
+    "reduction": "reductions are read but not generated offline yet",
+    "softmax": "softmax-family ops are read but not generated offline yet",
+    "norm": "normalizations are read but not generated offline yet",
+    "scan": "scans are read but not generated offline yet",
+    "loss": "losses are read but not generated offline yet",
+    "matmul": "matrix products are read but not generated offline yet",
+    "conv": "convolutions are read but not generated offline yet",
+    "attention": "attention is read but not generated offline yet",
+    "data-movement": "layout changes and indexing are read but not generated offline yet",
+    "elementwise": "this elementwise op has no offline Triton spelling yet",
+}

@@ -1,0 +1,88 @@
+"""Read a spec (free text in English or Chinese, a task book, or PyTorch code) into an OpSpec with its reading."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from agent.catalogue import load_catalogue
+from agent.ir.types import IRError
+from agent.reader import fields as fl
+from agent.reader.assemble import assemble
+from agent.reader.code import CodeSource, find_code
+from agent.reader.errors import ReaderBug, SpecQuestion
+from agent.reader.scan import scan_text
+from agent.reader.taskbook import task_headings
+from agent.reader.text import normalize
+from agent.reader.vocabulary import UNSUPPORTED_DTYPE
+from agent.spec import OpSpec, SpecError
+
+log = logging.getLogger(__name__)
+EXAMPLE = "'ReLU on a float32 tensor x of shape [1024, 1024]' or 'softmax over the last dim of x [4096, 1024] fp16'"
+MAX_SPEC_CHARS = 200_000
+
+
+def read_spec(text: str, *, work_dir: Path | None = None) -> OpSpec:
+    """Return the operator a spec describes, with its reading; raise SpecError (a question) otherwise."""
+    try:
+        return _read(text, work_dir)
+    except SpecError:
+        raise
+    except (IRError, ValueError, RecursionError) as exc:
+        raise SpecQuestion(f"the reader could not make sense of this spec ({exc}); can you restate it?",
+                           example=EXAMPLE) from None
+    except Exception as exc:  # a bug in the reader: the user still gets a question, and the log gets the trace
+        log.exception("the reader failed on a spec")
+        raise ReaderBug(f"the reader failed on this spec ({type(exc).__name__}: {exc}); please restate it, and "
+                        "report the spec so the reader can be fixed", example=EXAMPLE) from None
+
+
+def _read(text: str, work_dir: Path | None) -> OpSpec:
+    if not isinstance(text, str) or not text.strip():
+        raise SpecQuestion("the spec is empty; what operator do you want?", example=EXAMPLE)
+    if len(text) > MAX_SPEC_CHARS:
+        raise SpecQuestion(f"the spec has {len(text):,} characters; the reader takes at most {MAX_SPEC_CHARS:,}")
+    norm = normalize(text)
+    headings = task_headings(norm)
+    if len(headings) > 1:
+        titles = ", ".join(t or "?" for _, _, t in headings)
+        raise SpecQuestion(f"the text holds {len(headings)} tasks ({titles}); send each task as its own spec, or run "
+                           "the whole task book with `kernelgen run --file BOOK.md`")
+    code = _find_code(text)
+    if code is not None:
+        from agent.reader.code_spec import read_code_spec
+
+        return read_code_spec(code, work_dir)
+    bad = UNSUPPORTED_DTYPE.search(norm)
+    if bad:
+        raise SpecQuestion(f"dtype {bad.group(0)!r} is not supported; kernels are generated for float32, float16, "
+                           "bfloat16 (int64/bool only for indices, targets and masks); which dtype should it be?",
+                           example="'x [1024, 1024] bf16'")
+    catalogue = load_catalogue()
+    found = scan_text(norm, catalogue)
+    spec = assemble(found, norm, catalogue)
+    device = fl.find_device(norm, found.fields)
+    extra: dict[str, object] = {}
+    speedup = fl.find_speedup(norm, found.fields)
+    rounds = fl.find_rounds(norm)
+    if speedup is not None:
+        extra["target_speedup"] = speedup
+    if rounds is not None:
+        extra["max_rounds"] = rounds
+    tolerances, _ = fl.tolerance_spans(norm)
+    if tolerances:
+        extra["tolerances"] = tolerances
+    description = next((f.value for f in found.fields if f.kind == "description" and f.value), "")
+    description = description or next((ln.strip(" #-*") for ln in norm.split("\n") if ln.strip(" #-*")), "")[:300]
+    update = {"device": device, "description": description} | extra
+    reading = spec.reading.model_copy(update={"device": device, "target_speedup": speedup, "max_rounds": rounds}) \
+        if spec.reading else None
+    return spec.model_validate(spec.model_dump() | update | {"reading": reading})
+
+
+def _find_code(text: str) -> CodeSource | None:
+    """Return the code of a code spec (read from the raw text: normalizing would touch the code), or None."""
+    if not re.search(r"```|\bdef\s+\w+\s*\(|\bclass\s+\w+\s*\(", text):
+        return None
+    return find_code(text)
