@@ -27,7 +27,8 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
             check_triton_file(files.source("triton"), files.op)
     except StaticCheckError as exc:
         ctx.report("accuracy", f"round {pending.index}: refused by the static check: {exc}")
-        return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc)})}
+        return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc),
+                                                      "accuracy": {"status": "refused", "message": str(exc)}})}
     folder = ctx.work_dir / f"job-{state['job_id']}"
     run = run_file(
         files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
