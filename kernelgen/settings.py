@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     # required unless the server binds to loopback only. Tokens can also live in the users table (kernelgen users).
     api_tokens: list[str] = []
     api_admins: list[str] = []  # principals that see and cancel every job
-    keep_alive_timeout_s: float = Field(default=5.0, gt=0)  # an idle kept-alive connection is closed after this
+    keep_alive_timeout_s: int = Field(default=5, ge=1)  # an idle kept-alive connection is closed after this
     header_timeout_s: float = Field(default=10.0, gt=0)  # a request's headers must arrive within this
     concurrency: int = 2  # jobs run at once; profiling stages still take one accelerator at a time
     max_request_bytes: int = 256 * 1024

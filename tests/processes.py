@@ -34,3 +34,19 @@ def wait_gone(marker: str, timeout: float = 5.0) -> list[int]:
     while (left := processes_with(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    """Return the PIDs of live processes whose real uid is `uid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid and fields.get("State", "").split()[:1] != ["Z"]:
+            found.append(int(entry.name))
+    return found
