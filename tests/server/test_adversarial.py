@@ -57,13 +57,17 @@ if getattr(os, "fo" + "rk")() == 0:
 sys.exit(0)  # no result: the daemon is meant to forge one later
 """),
         "d_reads_secrets": ("accuracy", f"""
+import resource
 stolen = {{}}
 for target in {[places['database'], places['settings'], places['home'] + '/.ssh', '/etc/shadow']!r}:
     try:
         stolen[target] = os.listdir(target) if os.path.isdir(target) else open(target).read()[:200]
     except OSError:
         pass
-result = {{"status": "fail", "cases_run": 1, "cases_failed": 1, "message": "stolen: " + json.dumps(stolen)}}
+limit = resource.getrlimit
+limits = {{"nproc": limit(resource.RLIMIT_NPROC)[0], "as_mb": limit(resource.RLIMIT_AS)[0] >> 20}}
+result = {{"status": "fail", "cases_run": 1, "cases_failed": 1,
+          "message": "stolen: " + json.dumps(stolen) + " under " + json.dumps(limits)}}
 json.dump(result, open(sys.argv[sys.argv.index("--json") + 1], "w"))
 sys.exit(1)
 """),
@@ -113,7 +117,7 @@ REASONS = {
     "a_writes_outside": "no result file was written: PermissionError",
     "b_opens_a_socket": "Connection refused",
     "c_leaves_a_daemon": "no result file was written",
-    "d_reads_secrets": "stolen: {}",
+    "d_reads_secrets": 'stolen: {} under {"nproc": 64, "as_mb": 2048}',  # the service's own sandbox limits
     "e_allocates_without_bound": "MemoryError",
     "f_fork_bombs": "Resource temporarily unavailable",
     "g_os_system_refused": "uses os.system: generated files may not start processes",
