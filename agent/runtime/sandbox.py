@@ -76,8 +76,8 @@ def run_file(
     result_path = workdir / "result.json"
     env = _environment(workdir, device, isolated=isolation.available)
     command = [*launcher, sys.executable, entry, "--json", result_path.name, *args]
+    (workdir / "home").mkdir()
     if isolation.available:
-        (workdir / "home").mkdir()
         prepare(workdir, policy, isolation.mode)
         tool = shutil.which(launcher[0]) if launcher else None
         if tool is not None:  # a profiler installed outside /usr (ncu under /opt): its folder is read-only too
@@ -87,7 +87,6 @@ def run_file(
     else:
         if not trusted:
             log.warning("running model-written %s WITHOUT isolation (%s is set): %s", entry, OPT_IN, isolation.reason)
-        (workdir / "home").mkdir()
         if shutil.which("prlimit"):  # the limits hold without bubblewrap too, but for processes (counted per user)
             command = [*limits(device, timeout_s, policy, processes=False), *command]
     started = time.monotonic()
