@@ -14,12 +14,10 @@ from kernelgen.settings import Settings
 log = logging.getLogger(__name__)
 
 
+# uvicorn times out idle kept-alive connections only: a client that sends half a request would hold its
+# connection (and a file descriptor) for as long as it likes.
 class HeaderTimeoutProtocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol that closes a connection whose request headers do not all arrive in time.
-
-    uvicorn times out idle kept-alive connections only; a client that sends half a request would hold its
-    connection (and a file descriptor) for as long as it likes.
-    """
+    """uvicorn's HTTP/1.1 protocol that closes a connection whose request headers do not all arrive in time."""
 
     header_timeout_s = 10.0
 

@@ -54,12 +54,9 @@ def run_file(
     timeout_s: float,
     args: tuple[str, ...] = (),
     launcher: tuple[str, ...] = (),
-    trusted: bool = False,
+    trusted: bool = False,  # files from the offline templates: only they may run where bubblewrap cannot start
 ) -> SandboxResult:
-    """Write files into a fresh workdir and run `[launcher...] python entry --json result.json` there.
-
-    `trusted` marks files from the offline templates: only they may run where bubblewrap cannot start.
-    """
+    """Write files into a fresh workdir and run `[launcher...] python entry --json result.json` there."""
     if workdir.exists():
         _kill_leftover(workdir)  # a run orphaned by a killed server must not write into the new one
         shutil.rmtree(workdir)

@@ -1,11 +1,10 @@
-"""Hostile model-written files, served by the scripted OpenAI-compatible endpoint, against a live service.
+"""Hostile model-written files, from the scripted OpenAI-compatible endpoint, are refused or contained."""
 
-Each scenario is one job whose model writes files that try to get out: write outside their folder, reach the
-service over loopback, leave a process behind, read the service's secrets, exhaust memory or processes, or start
-programs and native code. Each is refused by the contract (the first filter) or contained by the sandbox (the wall):
-the job fails with the reason, nothing is written outside the folder, no process is left, the server stays healthy.
-The plainly written attacks are refused; the disguised ones get past the contract on purpose, to test the wall.
-"""
+# Each scenario is one job whose model writes files that try to get out: write outside their folder, reach the
+# service over loopback, leave a process behind, read the service's secrets, exhaust memory or processes, or start
+# programs and native code. Each is refused by the contract (the first filter) or contained by the sandbox (the
+# wall): the job fails with the reason, nothing is written outside the folder, no process is left, the server stays
+# healthy. The plainly written attacks are refused; the disguised ones get past the contract on purpose.
 
 from __future__ import annotations
 

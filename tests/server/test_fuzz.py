@@ -1,11 +1,10 @@
-"""Schemathesis over the whole API of a live server: no server error, and no answer the OpenAPI schema does not allow.
+"""Schemathesis over the whole API of a live server: no server error, no answer its OpenAPI schema forbids."""
 
-Every check runs (status codes, content types, response bodies and headers, `Allow` on unsupported methods, auth,
-invalid input rejected, resources created and then found), in every phase (examples, coverage, fuzzing, stateful
-links). One check is left out: `positive_data_acceptance`, because the API refuses some schema-valid requests by
-design, with a 422 naming the reason (a device this server lacks, a task book, an LLM it has no endpoint for, a
-launch parameter of another schedule, a spec over the byte limit).
-"""
+# Every check runs (status codes, content types, response bodies and headers, `Allow` on unsupported methods, auth,
+# invalid input rejected, resources created and then found), in every phase (examples, coverage, fuzzing, stateful
+# links). One check is left out: `positive_data_acceptance`, because the API refuses some schema-valid requests by
+# design, with a 422 naming the reason (a device this server lacks, a task book, an LLM it has no endpoint for, a
+# launch parameter of another schedule, a spec over the byte limit).
 
 from __future__ import annotations
 
