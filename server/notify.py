@@ -41,7 +41,10 @@ class JobNotifier:
 
     async def wait(self, job_id: int, seen: int, timeout: float) -> None:
         """Return once the job changed after version `seen`, or after `timeout` seconds."""
-        if self._loop is None or self._versions.get(job_id, 0) != seen:
+        if self._versions.get(job_id, 0) != seen:
+            return
+        if self._loop is None:  # not started (an app without its lifespan): fall back to a slow poll
+            await anyio.sleep(min(timeout, 1.0))
             return
         waiter: asyncio.Future[None] = self._loop.create_future()
         self._waiters.setdefault(job_id, set()).add(waiter)
