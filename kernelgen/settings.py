@@ -27,9 +27,26 @@ class Settings(BaseSettings):
     # Start every job from this configuration, e.g. "flat: BLOCK_SIZE=256, NUM_WARPS=8" (tests the loop).
     initial_config: str | None = None
 
+    # How generated code is confined (agent/runtime/isolation.py, docs/security.md).
+    sandbox_bwrap: str = "bwrap"  # the bubblewrap binary
+    # Where bubblewrap cannot start, run model-written code anyway, without isolation (logged loudly).
+    sandbox_allow_unisolated: bool = False
+    sandbox_uid: int = Field(default=65534, ge=1, le=2**32 - 2)  # the uid runs take when the service runs as root
+    sandbox_max_processes: int = Field(default=512, ge=8)  # per run, threads included
+    sandbox_max_open_files: int = Field(default=4096, ge=64)
+    sandbox_max_file_mb: int = Field(default=4096, ge=1)
+    sandbox_memory_mb: int | None = Field(default=16384, ge=256)  # address space per process, CPU runs only
+    sandbox_tmp_mb: int = Field(default=1024, ge=16)
+    sandbox_read_only_paths: list[Path] = []  # more folders runs may read (a toolkit outside /usr)
+
     host: str = "127.0.0.1"
     port: int = 8000
-    api_tokens: list[str] = []  # bearer tokens; required unless the server binds to loopback only
+    # Bearer tokens, "name:token" (the principal's name) or a bare token (a principal named after its hash);
+    # required unless the server binds to loopback only. Tokens can also live in the users table (kernelgen users).
+    api_tokens: list[str] = []
+    api_admins: list[str] = []  # principals that see and cancel every job
+    keep_alive_timeout_s: int = Field(default=5, ge=1)  # an idle kept-alive connection is closed after this
+    header_timeout_s: float = Field(default=10.0, gt=0)  # a request's headers must arrive within this
     concurrency: int = 2  # jobs run at once; profiling stages still take one accelerator at a time
     max_request_bytes: int = 256 * 1024
     max_spec_bytes: int = 64 * 1024

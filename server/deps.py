@@ -1,4 +1,4 @@
-"""Request dependencies: the settings, the job service, its database and the bearer check."""
+"""Request dependencies: the settings, the job service, its database, the caller and the caller's jobs."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
 from kernelgen.settings import Settings
-from server.security import active_tokens, check_bearer
+from server.principals import Principal, authenticate
+from server.redact import Redactor
 from server.service import JobService
 from storage import crud
 from storage.models import Job
 
-bearer = HTTPBearer(auto_error=False, description="One of the tokens in KERNELGEN_API_TOKENS.")
+bearer = HTTPBearer(auto_error=False, description="A token of KERNELGEN_API_TOKENS or of `kernelgen users add`.")
 
 
 def get_settings(request: Request) -> Settings:
@@ -34,25 +35,34 @@ def get_engine(service: Annotated[JobService, Depends(get_service)]) -> Engine:
     return service.engine
 
 
+def get_redactor(request: Request) -> Redactor:
+    """Return what keeps server paths out of answers."""
+    redactor: Redactor = request.app.state.redactor
+    return redactor
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ServiceDep = Annotated[JobService, Depends(get_service)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
+RedactorDep = Annotated[Redactor, Depends(get_redactor)]
 
 
-def require_token(
-    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
-) -> None:
-    """Reject the request unless it carries a configured bearer token."""
-    check_bearer(credentials, active_tokens(settings.api_tokens))
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
+def get_principal(settings: SettingsDep, engine: EngineDep, credentials: BearerDep) -> Principal:
+    """Return who is asking; 401 unless the request carries a known token (when tokens are required)."""
+    return authenticate(settings, engine, credentials)
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
 JobId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The job's id.")]  # an INTEGER column in PostgreSQL
 
 
-def get_job(job_id: JobId, engine: EngineDep) -> Job:
-    """Return the job in the path, or 404."""
+def get_job(job_id: JobId, engine: EngineDep, principal: PrincipalDep) -> Job:
+    """Return the job in the path if the caller may see it; 404 otherwise (another's job is not said to exist)."""
     job = crud.get_job(engine, job_id)
-    if job is None:
+    if job is None or not principal.owns(job.owner):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
     return job
 

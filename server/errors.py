@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 AUTH_ERRORS = _responses(401)
 NOT_FOUND = _responses(404)
-INPUT_ERRORS = _responses(413, 422)
+# A body that is not UTF-8 JSON text is refused with 400 by FastAPI before validation.
+INPUT_ERRORS = _responses(413, 422) | {400: {"model": ErrorPublic, "description": "The body is not JSON text in UTF-8"}}
 INVALID = _responses(422)
 CONFLICT = _responses(409)
 BAD_NAME = _responses(400)
@@ -52,9 +54,21 @@ def describe_validation(exc: RequestValidationError) -> str:
 
 
 async def http_error(request: Request, exc: Exception) -> JSONResponse:
-    """Render an HTTP error as JSON."""
+    """Render an HTTP error as JSON; a 405 lists every method of the path, not only one route's."""
     assert isinstance(exc, StarletteHTTPException)
-    return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(sorted(allowed_methods(request)))
+    return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=headers)
+
+
+def allowed_methods(request: Request) -> set[str]:
+    """Return the methods the app's routes accept on the request's path."""
+    methods: set[str] = set()
+    for route in [*getattr(request.app.state, "api_routes", []), *request.app.router.routes]:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods
+    return methods
 
 
 async def validation_error(request: Request, exc: Exception) -> JSONResponse:

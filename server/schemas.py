@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
 
 from agent.generators.base import LaunchConfig, parse_label
 from storage.models import JobPublic as StoredJobPublic
@@ -35,6 +35,8 @@ def storable(text: str) -> str:
 
 
 StorableText = Annotated[str, AfterValidator(storable)]
+# The constraints sit on the string itself, so the OpenAPI schema carries the pattern inside `anyOf` too.
+ConfigLabel = Annotated[str, StringConstraints(max_length=200, pattern=CONFIG_PATTERN), AfterValidator(storable)]
 
 
 def launch_config(label: str) -> LaunchConfig:
@@ -63,9 +65,8 @@ class JobOptions(BaseModel):
     target_speedup: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
                                          description="Speedup over eager PyTorch to aim for.")
     rounds: int | None = Field(default=None, ge=1, le=5, description="Most optimization rounds (1-5).")
-    initial_config: StorableText | None = Field(default=None, max_length=200, pattern=CONFIG_PATTERN,
-                                                description="Start from this configuration.",
-                                                examples=["flat: BLOCK_SIZE=256, NUM_WARPS=8"])
+    initial_config: ConfigLabel | None = Field(default=None, description="Start from this configuration.",
+                                               examples=["flat: BLOCK_SIZE=256, NUM_WARPS=8"])
     llm: Literal["auto", "offline", "openai"] | None = Field(
         default=None, description="Generator: offline, openai (the server's LLM endpoint) or auto (the LLM when the "
                                   "server has one); default: the server's KERNELGEN_LLM.")

@@ -1,13 +1,10 @@
-"""Bearer tokens, the loopback rule and the request body limit."""
+"""The loopback rule, configured tokens and the request body limit."""
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 
-from fastapi import HTTPException, status
-from fastapi.security import HTTPAuthorizationCredentials
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("localhost",)
@@ -27,26 +24,6 @@ def is_loopback(host: str) -> bool:
 def active_tokens(tokens: list[str]) -> list[str]:
     """Return the configured tokens that are not blank."""
     return [token for token in tokens if token.strip()]
-
-
-def token_matches(given: str, tokens: list[str]) -> bool:
-    """Compare a token against every configured one in constant time."""
-    found = False
-    for token in tokens:
-        found |= hmac.compare_digest(given.encode(), token.encode())
-    return found
-
-
-def check_bearer(credentials: HTTPAuthorizationCredentials | None, tokens: list[str]) -> None:
-    """Raise 401 unless the request carries one of the tokens (no tokens: everyone passes)."""
-    if not tokens:
-        return
-    challenge = {"WWW-Authenticate": "Bearer"}
-    if credentials is None or credentials.scheme.lower() != "bearer":
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)",
-                            headers=challenge)
-    if not token_matches(credentials.credentials, tokens):
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid bearer token", headers=challenge)
 
 
 class BodyLimitMiddleware:

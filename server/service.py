@@ -11,10 +11,12 @@ from typing import Any
 from agent.graph import build_graph
 from agent.llm.config import LlmConfigError
 from agent.runner import RECURSION_LIMIT, job_context
+from agent.runtime.isolation import current_policy, log_state, policy_from_settings
 from agent.runtime.sandbox import current_owner, kill_owned
 from agent.state import JobRequest
 from kernelgen.settings import Settings
 from server.checkpoints import make_checkpointer
+from server.devices import available_devices
 from server.executor import Executor, LocalExecutor
 from storage import crud
 from storage.db import make_engine
@@ -40,12 +42,16 @@ class JobService:
         self.checkpointer = make_checkpointer(settings)
         self.graph = build_graph(self.checkpointer)
         self.measure_lock = threading.Lock()  # one measuring (timing, profiling) job at a time per accelerator
+        self.sandbox = policy_from_settings(settings)
+        self.devices: dict[str, str] = {}  # the device kinds jobs can ask for, found at start
         self._cancels: dict[int, threading.Event] = {}
         self._stopping = threading.Event()
         self._executor: Executor | None = None
 
     def start(self) -> None:
-        """Start the workers, then requeue jobs a previous process left queued or running."""
+        """Find the devices and the sandbox's isolation, start the workers, then requeue jobs left over."""
+        self.devices = available_devices()
+        log_state(self.sandbox)  # loud when model-written code would run, or be refused, without isolation
         self._executor = LocalExecutor(self._run, self.settings.concurrency)
         self._recover()
 
@@ -57,12 +63,13 @@ class JobService:
                 kill_owned(job_id)
             self._executor.shutdown()
 
-    def submit(self, request: JobRequest) -> int:
-        """Record a queued job with its options and hand it to the executor."""
+    def submit(self, request: JobRequest, owner: str | None = None) -> int:
+        """Record a queued job of an owner with its options and hand it to the executor."""
         if len(request.spec_text.encode()) > self.settings.max_spec_bytes:
             raise ValueError(f"the spec is longer than {self.settings.max_spec_bytes} bytes")
         options = request.model_dump_json(exclude={"spec_text"})
-        job_id = crud.create_job(self.engine, request.spec_text, "", status="queued", options_json=options)
+        job_id = crud.create_job(self.engine, request.spec_text, "", status="queued", options_json=options,
+                                 owner=owner)
         if not request.out_dir:  # the folder is named after the id, known only now
             out_dir = str(self.settings.artifact_root / f"job-{job_id}")
             options = request.model_copy(update={"out_dir": out_dir}).model_dump_json(exclude={"spec_text"})
@@ -159,6 +166,7 @@ class JobService:
         crud.update_job(self.engine, job_id, status="running")
         config: Any = {"configurable": {"thread_id": f"job-{job_id}"}, "recursion_limit": RECURSION_LIMIT}
         token = current_owner.set(job_id)
+        policy = current_policy.set(self.sandbox)  # this service's sandbox settings, not the environment's
         try:
             snapshot = self.graph.get_state(config)
             if snapshot.values and snapshot.tasks:
@@ -183,6 +191,7 @@ class JobService:
             log.exception("job %s failed", job_id)
             self._fail(job_id, f"{type(exc).__name__}: {exc}")
         finally:
+            current_policy.reset(policy)
             current_owner.reset(token)
             self._cancels.pop(job_id, None)
 

@@ -15,14 +15,16 @@ from storage.models import Artifact, Job, JobEvent, Round
 from storage.patterns import helpful_patterns as helpful_patterns  # re-exported: crud.record_pattern(...) works
 from storage.patterns import list_patterns as list_patterns
 from storage.patterns import record_pattern as record_pattern
+from storage.signals import job_changed
 
 
 def create_job(
     engine: Engine, spec_text: str, out_dir: str, *, status: str = "running", options_json: str = "{}",
+    owner: str | None = None,
 ) -> int:
-    """Insert a job (running, or queued by the service) and return its id."""
+    """Insert a job (running, or queued by the service) for its owner and return its id."""
     with Session(engine) as session:
-        job = Job(spec_text=spec_text, out_dir=out_dir, status=status, options_json=options_json)
+        job = Job(spec_text=spec_text, out_dir=out_dir, status=status, options_json=options_json, owner=owner)
         session.add(job)
         session.commit()
         session.refresh(job)
@@ -41,6 +43,7 @@ def update_job(engine: Engine, job_id: int, **fields: object) -> None:
         job.updated_at = datetime.now(UTC)
         session.add(job)
         session.commit()
+    job_changed(job_id)
 
 
 def add_round(engine: Engine, job_id: int, round_row: Round) -> None:
@@ -99,7 +102,8 @@ def add_event(engine: Engine, job_id: int, stage: str, message: str) -> int:
             job.stage, job.updated_at = stage, datetime.now(UTC)
             session.add(job)
         session.commit()
-        return seq
+    job_changed(job_id)
+    return seq
 
 
 def list_events(engine: Engine, job_id: int, after: int = 0) -> list[JobEvent]:
@@ -110,13 +114,17 @@ def list_events(engine: Engine, job_id: int, after: int = 0) -> list[JobEvent]:
         ))
 
 
-def list_jobs(engine: Engine, *, status: str | None = None, offset: int = 0, limit: int = 50) -> tuple[list[Job], int]:
-    """Return a page of jobs, newest first, and how many match in all."""
+def list_jobs(
+    engine: Engine, *, status: str | None = None, owner: str | None = None, offset: int = 0, limit: int = 50,
+) -> tuple[list[Job], int]:
+    """Return a page of jobs (of one owner, when given), newest first, and how many match in all."""
     with Session(engine) as session:
         query = select(Job)
         count = select(func.count()).select_from(Job)
         if status is not None:
             query, count = query.where(Job.status == status), count.where(Job.status == status)
+        if owner is not None:
+            query, count = query.where(Job.owner == owner), count.where(Job.owner == owner)
         rows = list(session.exec(query.order_by(Job.id.desc()).offset(offset).limit(limit)))  # type: ignore[union-attr]
         return rows, int(session.exec(count).one())
 

@@ -19,7 +19,6 @@ class JobBase(SQLModel):
     op_name: str | None = Field(default=None, index=True)
     status: str = Field(default="running", index=True)
     device: str | None = None
-    out_dir: str
     message: str = ""
     best_round: int | None = None
     spec_json: str | None = None
@@ -27,12 +26,14 @@ class JobBase(SQLModel):
     options_json: str = "{}"  # the request's options (device, rounds, target, ...), for resuming
     cancel_requested: bool = False
     generator: str = "offline"  # who wrote the kernels: offline, or openai:<model>
+    owner: str | None = Field(default=None, index=True)  # the principal that submitted it (None: before owners)
 
 
 class Job(JobBase, table=True):
-    """A job row."""
+    """A job row (its folder is a server path: kept out of the public shape)."""
 
     id: int | None = Field(default=None, primary_key=True)
+    out_dir: str
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
 
@@ -111,11 +112,13 @@ class OptimizationPatternBase(SQLModel):
 
 
 class OptimizationPattern(OptimizationPatternBase, table=True):
-    """A pattern row: one per (category, device, bottleneck, change)."""
+    """A pattern row: one per (category, device, bottleneck, change), with the job that last changed it."""
 
     __table_args__ = (UniqueConstraint("category", "device", "bottleneck", "change", name="uq_pattern_key"),)
 
     id: int | None = Field(default=None, primary_key=True)
+    last_job_id: int | None = None  # provenance, kept out of the public shape: it names other principals' jobs
+    last_owner: str | None = None
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
 
@@ -181,3 +184,27 @@ class LlmCallPublic(LlmCallBase):
 
     job_id: int
     created_at: datetime
+
+
+class ApiUserBase(SQLModel):
+    """A principal of the API that holds a token from the users table."""
+
+    name: str = Field(unique=True)
+    admin: bool = False  # sees and cancels every job
+
+
+class ApiUser(ApiUserBase, table=True):
+    """An API user row: the token is kept only as its SHA-256 (tokens are random, so no salt is needed)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_sha256: str = Field(unique=True)
+    created_at: datetime = Field(default_factory=_now)
+    revoked_at: datetime | None = None
+
+
+class ApiUserPublic(ApiUserBase):
+    """An API user as listed by the admin command, without the token."""
+
+    id: int
+    created_at: datetime
+    revoked_at: datetime | None

@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from storage.models import OptimizationPattern, OptimizationPatternBase
+from storage.models import Job, OptimizationPattern, OptimizationPatternBase
 
 EDIT_TYPES = ("parameter", "logic", "interface")
 
@@ -26,8 +26,9 @@ def record_pattern(
     gain: float | None,
     helped: bool,
     speedup_after: float | None,
+    job_id: int | None = None,
 ) -> OptimizationPattern:
-    """Count one application of a change under its key (insert or update) and return the row."""
+    """Count one application of a change under its key (insert or update), noting the job, and return the row."""
     if edit_type not in EDIT_TYPES:
         raise ValueError(f"edit_type must be one of {', '.join(EDIT_TYPES)}, not {edit_type!r}")
     seen = OptimizationPatternBase(
@@ -35,14 +36,15 @@ def record_pattern(
         params_before=params_before, params_after=params_after,
     )
     try:
-        return _record_once(engine, seen, gain, helped, speedup_after)
+        return _record_once(engine, seen, gain, helped, speedup_after, job_id)
     except IntegrityError:
         # Another job inserted the same key between our read and our insert: the row exists now, so update it.
-        return _record_once(engine, seen, gain, helped, speedup_after)
+        return _record_once(engine, seen, gain, helped, speedup_after, job_id)
 
 
 def _record_once(
-    engine: Engine, seen: OptimizationPatternBase, gain: float | None, helped: bool, speedup_after: float | None
+    engine: Engine, seen: OptimizationPatternBase, gain: float | None, helped: bool, speedup_after: float | None,
+    job_id: int | None,
 ) -> OptimizationPattern:
     """Apply one observation in one transaction, locking the row where the database can."""
     with Session(engine) as session:
@@ -65,6 +67,9 @@ def _record_once(
             row.params_before, row.params_after = seen.params_before, seen.params_after
         known = [s for s in (row.best_speedup, speedup_after) if s is not None]
         row.best_speedup = max(known) if known else None
+        if job_id is not None:  # provenance: who last changed what every later job reads
+            job = session.get(Job, job_id)
+            row.last_job_id, row.last_owner = job_id, job.owner if job is not None else None
         row.updated_at = datetime.now(UTC)
         session.add(row)
         session.flush()  # assigns the id of a new row

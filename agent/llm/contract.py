@@ -13,6 +13,15 @@ _PERFORMANCE_NAMES = ("make_inputs", "PARAMS", "SPEC_CASES", "DTYPE_CASES")
 _FORBIDDEN_MODULES = frozenset({"atexit", "builtins", "ctypes", "subprocess", "socket", "multiprocessing", "signal",
                                 "gc", "importlib", "threading", "sqlite3", "shutil"})
 _FORBIDDEN_CALLS = frozenset({"setattr", "delattr", "exec", "eval", "compile", "__import__", "globals", "vars"})
+# No file, the tests included, may start processes, open connections or load native code. This is a first filter
+# that names the problem to the model; the sandbox (bubblewrap) is the wall behind it.
+_ESCAPE_MODULES = frozenset({"subprocess", "_posixsubprocess", "ctypes", "_ctypes", "cffi", "socket", "_socket", "ssl",
+                             "urllib", "http", "requests", "httpx", "importlib", "multiprocessing", "pty", "pexpect"})
+_ESCAPE_OS = frozenset({"system", "popen", "fork", "forkpty", "kill", "killpg", "setsid", "setuid", "setgid",
+                        "setresuid", "setresgid", "chroot", "posix_spawn", "posix_spawnp"})
+_ESCAPE_OS_PREFIXES = ("exec", "spawn")
+_ESCAPE_BUILTINS = frozenset({"__import__", "__builtins__", "breakpoint", "exec", "eval", "compile"})
+_ESCAPE_ATTRIBUTES = frozenset({"__builtins__", "__subclasses__", "__globals__", "__code__", "__loader__"})
 
 
 def check_role(role: str, files: dict[str, str], op: str) -> str | None:
@@ -25,6 +34,9 @@ def check_role(role: str, files: dict[str, str], op: str) -> str | None:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return f"{name} does not parse: {exc.msg} at line {exc.lineno}"
+    escape = _escape(tree, name)
+    if escape is not None:
+        return escape
     if role in ("triton", "baseline"):
         problem = _side_effect(tree, name, op)
         if problem is not None:
@@ -77,6 +89,36 @@ def _same_entry(files: dict[str, str], op: str) -> str | None:
         return (f"{op}() must have the identical parameter list (names, defaults and annotations) in "
                 f"{op}_triton.py and {op}_baseline.py")
     return None
+
+
+def _escape(tree: ast.Module, name: str) -> str | None:
+    """Find a way out of the computation: processes, sockets, native code, import machinery, interpreter internals."""
+    os_names = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names if alias.name == "os"}
+    why = "generated files may not start processes, open connections or load native code"
+    for node in ast.walk(tree):
+        where = f"{name} line {getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [
+                (node.module or "").split(".")[0]]
+            bad = sorted(set(roots) & _ESCAPE_MODULES)
+            if bad:
+                return f"{where}: imports {bad[0]}: {why}"
+            if isinstance(node, ast.ImportFrom) and node.module == "os":
+                taken = [a.name for a in node.names if _os_escape(a.name)]
+                if taken:
+                    return f"{where}: imports os.{taken[0]}: {why}"
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in os_names and (
+                _os_escape(node.attr)):
+            return f"{where}: uses os.{node.attr}: {why}"
+        if isinstance(node, ast.Name) and node.id in _ESCAPE_BUILTINS or (
+                isinstance(node, ast.Attribute) and node.attr in _ESCAPE_ATTRIBUTES):
+            return f"{where}: uses {node.id if isinstance(node, ast.Name) else node.attr}: {why}"
+    return None
+
+
+def _os_escape(attr: str) -> bool:
+    return attr in _ESCAPE_OS or attr.startswith(_ESCAPE_OS_PREFIXES)
 
 
 def _side_effect(tree: ast.Module, name: str, op: str) -> str | None:

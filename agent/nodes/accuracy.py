@@ -27,11 +27,12 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
             check_triton_file(files.source("triton"), files.op)
     except StaticCheckError as exc:
         ctx.report("accuracy", f"round {pending.index}: refused by the static check: {exc}")
-        return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc)})}
+        return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc),
+                                                      "accuracy": {"status": "refused", "message": str(exc)}})}
     folder = ctx.work_dir / f"job-{state['job_id']}"
     run = run_file(
         files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
-        device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s,
+        device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s, trusted=files.origin != "llm",
     )
     status = run.status
     result = run.result | {"stderr_tail": run.stderr_tail[-4000:]} if run.status != "pass" else dict(run.result)

@@ -11,7 +11,7 @@ from agent.diagnosis import NEAR_ROOFLINE_PCT, Diagnosis, diagnose_version, evid
 from agent.llm.authoring import hints_of, propose
 from agent.llm.client import LlmError
 from agent.roofline import Placement
-from agent.state import JobState
+from agent.state import JobState, RoundRecord
 
 EXHAUSTED = "every schedule and parameter search"
 
@@ -85,6 +85,13 @@ def _summary(diagnosis: Diagnosis) -> str:
             f"on {e['case']}); next: {diagnosis.action.key}; expected {diagnosis.predicted_gain}")
 
 
+def _failure(record: RoundRecord) -> str:
+    """Say in a line why a version failed: the refusal, or what its run reported."""
+    check = record.accuracy.get("cross_check") or {}
+    message = record.accuracy.get("message") or check.get("message") or record.verdict
+    return f"v{record.index} {record.accuracy_status}: {message}"[:400]
+
+
 def _stop_reason(state: JobState) -> str | None:
     spec, rounds = state["spec"], state["rounds"]
     best_index = state.get("best_round")
@@ -94,8 +101,8 @@ def _stop_reason(state: JobState) -> str | None:
         if state.get("generator", "offline") == "offline":
             return ("no version passed the accuracy test; the offline generator does not repair kernels "
                     "(see the accuracy result in report.json)")
-        return (f"no version passed the accuracy test after {state.get('repair_attempts', 0)} repair attempts "
-                "(see the rounds in report.json)")
+        return (f"no version passed the accuracy test after {state.get('repair_attempts', 0)} repair attempts; "
+                f"the last: {_failure(rounds[-1]) if rounds else 'none ran'} (see the rounds in report.json)")
     best = rounds[best_index]
     if state["device"].kind == "cpu":
         return ("verified on the CPU interpreter; performance is not measured without an accelerator, "

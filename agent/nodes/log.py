@@ -112,7 +112,7 @@ def _teach(
         ctx.engine, category=state.get("category", "unknown"), device=state["device"].name,
         bottleneck=str(record.diagnosis.get("bottleneck", "unknown")), change=record.action,
         edit_type=record.edit_type, params_before=best.config.label(), params_after=record.config.label(),
-        gain=gain, helped=record.accepted, speedup_after=record.speedup if measured else None,
+        gain=gain, helped=record.accepted, speedup_after=record.speedup if measured else None, job_id=state["job_id"],
     )
 
 

@@ -28,7 +28,8 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         sources = sources | {files.name_of("performance"): spec_inputs_module(spec)}
     with ctx.measure_lock:
         counters = profile_kernel(sources, files.op, workdir, device=device.kind,
-                                  timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index)
+                                  timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index,
+                                  trusted=files.origin != "llm")
     metrics = counters.metrics if counters.status == "measured" else {}
     elements = math.prod(spec.output_shape(spec.shape_cases()[shape_index]))
     tiles = int(metrics["grid_size"]) if "grid_size" in metrics else launched_tiles(

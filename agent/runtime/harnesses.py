@@ -25,10 +25,11 @@ def entry_plan(files: KernelFiles, spec: OpSpec, device: str) -> dict[str, Any]:
 
 def run_harness(
     files: dict[str, str], harness: str, plan: dict[str, Any], workdir: Path, *, device: str, timeout_s: float,
+    trusted: bool = False,
 ) -> SandboxResult:
     """Copy `harness/<harness>` and its shared helpers beside the files and run it on the plan."""
     script = HARNESS_DIR / harness
     sandbox_files = dict(files) | {script.name: script.read_text(), COMMON.name: COMMON.read_text(),
                                    "plan.json": json.dumps(plan)}
     return run_file(sandbox_files, script.name, workdir, device=device, timeout_s=timeout_s,
-                    args=("--plan", "plan.json"))
+                    args=("--plan", "plan.json"), trusted=trusted)

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from agent.runtime.msprof import parse_msprof_op_summary
 from agent.runtime.ncu import find_ncu, ncu_command, parse_ncu_csv, permission_denied, spilled
-from agent.runtime.sandbox import SandboxResult, run_file
+from agent.runtime.sandbox import SandboxResult, read_output, run_file
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +19,7 @@ HARNESS_NAME = "profile_case.py"
 HARNESS_PATH = Path(__file__).parent / "harness" / HARNESS_NAME
 NCU_REPORT_NAME = "ncu_report.csv"
 MSPROF_OUTPUT_NAME = "msprof_output"
+REPORT_MAX_BYTES = 64 * 2**20  # a profiler report larger than this is not read
 
 NCU_MISSING = "ncu not found on PATH: hardware counters skipped"
 MSPROF_MISSING = "msprof not found on PATH (is the CANN toolkit's set_env.sh sourced?): hardware counters skipped"
@@ -44,12 +45,13 @@ def profile_kernel(
     timeout_s: float,
     case_index: int = 0,
     dtype_index: int = 0,
+    trusted: bool = False,
 ) -> ProfileResult:
     """Profile the second launch of `<op>_kernel` for one case with the device's hardware profiler."""
-    if device == "cuda":
-        return _profile_cuda(files, op, workdir, timeout_s=timeout_s, case_index=case_index, dtype_index=dtype_index)
-    if device == "npu":
-        return _profile_npu(files, op, workdir, timeout_s=timeout_s, case_index=case_index, dtype_index=dtype_index)
+    if device in ("cuda", "npu"):
+        profile = _profile_cuda if device == "cuda" else _profile_npu
+        return profile(files, op, workdir, timeout_s=timeout_s, case_index=case_index, dtype_index=dtype_index,
+                       trusted=trusted)
     if device == "cpu":
         return ProfileResult(tool="none", status="unavailable", metrics={}, message=CPU_MESSAGE, seconds=0.0)
     return ProfileResult(tool="none", status="unavailable", metrics={},
@@ -87,6 +89,7 @@ def summarize(result: ProfileResult) -> str:
 
 def _profile_cuda(
     files: dict[str, str], op: str, workdir: Path, *, timeout_s: float, case_index: int, dtype_index: int,
+    trusted: bool,
 ) -> ProfileResult:
     if find_ncu() is None:
         return ProfileResult(tool="ncu", status="unavailable", metrics={}, message=NCU_MISSING, seconds=0.0)
@@ -96,12 +99,13 @@ def _profile_cuda(
     run = run_file(
         _with_harness(files), HARNESS_NAME, workdir, device="cuda", timeout_s=timeout_s,
         args=_harness_args(op, case_index, dtype_index), launcher=tuple(ncu_command(str(report), kernel_regex)),
+        trusted=trusted,
     )
     seconds = time.monotonic() - started
     if run.status == "timeout":
         return _failed("ncu", f"ncu run timed out after {timeout_s:.0f} s", seconds)
     # ncu writes its own messages into the log file; the profiled program's output stays on stdout/stderr.
-    report_text = report.read_text(errors="replace") if report.exists() else ""
+    report_text = read_output(report, REPORT_MAX_BYTES)  # the profiled code could have put a link there
     denied = permission_denied(report_text + "\n" + run.stderr_tail + "\n" + run.stdout_tail)
     if denied:
         return ProfileResult(tool="ncu", status="unavailable", metrics={}, seconds=seconds,
@@ -127,6 +131,7 @@ def _profile_cuda(
 
 def _profile_npu(
     files: dict[str, str], op: str, workdir: Path, *, timeout_s: float, case_index: int, dtype_index: int,
+    trusted: bool,
 ) -> ProfileResult:
     # UNTESTED ON HARDWARE: written from the CANN msprof documentation ("msprof [options] <app>", the
     # recommended form; results under <output>/PROF_*/mindstudio_profiler_output/op_summary_*.csv).
@@ -137,7 +142,7 @@ def _profile_npu(
     output = workdir.resolve() / MSPROF_OUTPUT_NAME
     run = run_file(
         _with_harness(files), HARNESS_NAME, workdir, device="npu", timeout_s=timeout_s,
-        args=_harness_args(op, case_index, dtype_index), launcher=(msprof, f"--output={output}"),
+        args=_harness_args(op, case_index, dtype_index), launcher=(msprof, f"--output={output}"), trusted=trusted,
     )
     seconds = time.monotonic() - started
     if run.status == "timeout":
@@ -148,7 +153,7 @@ def _profile_npu(
     if not summaries:
         return _failed("msprof", f"msprof wrote no op_summary_*.csv under {MSPROF_OUTPUT_NAME}", seconds)
     try:
-        metrics = parse_msprof_op_summary(summaries[-1].read_text(errors="replace"), f"{op}_kernel")
+        metrics = parse_msprof_op_summary(read_output(summaries[-1], REPORT_MAX_BYTES), f"{op}_kernel")
     except ValueError as exc:
         return ProfileResult(tool="msprof", status="unavailable", metrics={}, message=str(exc), seconds=seconds)
     result = ProfileResult(tool="msprof", status="measured", metrics=metrics, message="", seconds=seconds)

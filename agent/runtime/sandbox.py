@@ -1,4 +1,4 @@
-"""Run generated (untrusted) code in its own killable process group."""
+"""Run generated (untrusted) code in its own killable process group, inside bubblewrap where it starts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from agent.runtime.isolation import OPT_IN, active_policy, limits, prepare, probe, wrap
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +29,15 @@ _live: dict[int, set[subprocess.Popen[str]]] = {}
 _live_lock = threading.Lock()
 
 STDERR_KEEP = 20_000  # characters of stderr kept for diagnosis
-PGID_FILE = ".sandbox-pgid"  # the run's process group, so a later run in the same folder can kill it
+RESULT_MAX_BYTES = 8 * 2**20  # a result file larger than this is not read
+# The run's process group, beside its folder (the run cannot rewrite it there), so a later run can kill it.
+PGID_SUFFIX = ".pgid"
 
 
 class SandboxResult(BaseModel):
     """What came back from one sandboxed run: the JSON result, never parsed prints."""
 
-    status: str  # the file's own "pass" | "fail" | "error" | "skipped", or "timeout" | "crashed"
+    status: str  # the file's own "pass" | "fail" | "error" | "skipped", or "timeout" | "crashed" | "refused"
     result: dict[str, Any]
     returncode: int | None
     seconds: float
@@ -49,6 +54,7 @@ def run_file(
     timeout_s: float,
     args: tuple[str, ...] = (),
     launcher: tuple[str, ...] = (),
+    trusted: bool = False,  # files from the offline templates: only they may run where bubblewrap cannot start
 ) -> SandboxResult:
     """Write files into a fresh workdir and run `[launcher...] python entry --json result.json` there."""
     if workdir.exists():
@@ -57,9 +63,29 @@ def run_file(
     workdir.mkdir(parents=True)
     for name, source in files.items():
         (workdir / name).write_text(source)
+    policy = active_policy()
+    isolation = probe(policy)
+    if not isolation.available and not trusted and not policy.allow_unisolated:
+        message = (f"model-written code is not run without isolation: {isolation.reason}; set {OPT_IN} to run it "
+                   "anyway")
+        return SandboxResult(status="refused", result={"message": message}, returncode=None, seconds=0.0,
+                             stdout_tail="", stderr_tail="")
     result_path = workdir / "result.json"
-    env = _environment(workdir, device)
+    env = _environment(workdir, device, isolated=isolation.available)
     command = [*launcher, sys.executable, entry, "--json", result_path.name, *args]
+    (workdir / "home").mkdir()
+    if isolation.available:
+        prepare(workdir, policy, isolation.mode)
+        tool = shutil.which(launcher[0]) if launcher else None
+        if tool is not None:  # a profiler installed outside /usr (ncu under /opt): its folder is read-only too
+            readable = [*policy.read_only_paths, Path(tool).resolve().parent]
+            policy = policy.model_copy(update={"read_only_paths": readable})
+        command = wrap(command, workdir, device=device, timeout_s=timeout_s, policy=policy, mode=isolation.mode)
+    else:
+        if not trusted:
+            log.warning("running model-written %s WITHOUT isolation (%s is set): %s", entry, OPT_IN, isolation.reason)
+        if shutil.which("prlimit"):  # the limits hold without bubblewrap too, but for processes (counted per user)
+            command = [*limits(device, timeout_s, policy, processes=False), *command]
     started = time.monotonic()
     # Output goes to files, not pipes: a process the run leaves behind cannot hold the run open through them.
     with open(workdir / "stdout.txt", "w") as out, open(workdir / "stderr.txt", "w") as err:
@@ -67,7 +93,7 @@ def run_file(
             command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
             start_new_session=True,  # its own process group, so a timeout kills every child
         )
-    (workdir / PGID_FILE).write_text(str(process.pid))
+    _pgid_file(workdir).write_text(str(process.pid))
     owner = current_owner.get()
     if owner is not None:
         with _live_lock:
@@ -84,12 +110,12 @@ def run_file(
             with _live_lock:
                 _live.get(owner, set()).discard(process)
     seconds = time.monotonic() - started
-    stdout = (workdir / "stdout.txt").read_text(errors="replace")
-    stderr = (workdir / "stderr.txt").read_text(errors="replace")
+    stdout = read_output(workdir / "stdout.txt", STDERR_KEEP)
+    stderr = read_output(workdir / "stderr.txt", STDERR_KEEP)
     if timed_out:
         return SandboxResult(
             status="timeout", result={"message": f"{entry} ran past {timeout_s:.0f} s and was killed"},
-            returncode=None, seconds=seconds, stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
+            returncode=None, seconds=seconds, stdout_tail=stdout, stderr_tail=stderr,
         )
     result = _read_result(result_path, stderr)
     status = result.get("status")
@@ -97,11 +123,25 @@ def run_file(
         status=status if status in ("pass", "fail", "error", "skipped") else "crashed",
         result=result,
         returncode=process.returncode, seconds=seconds,
-        stdout_tail=stdout[-STDERR_KEEP:], stderr_tail=stderr[-STDERR_KEEP:],
+        stdout_tail=stdout, stderr_tail=stderr,
     )
 
 
-_PASSED = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
+def read_output(path: Path, keep: int) -> str:
+    """Read the last `keep` bytes of a file a run wrote, refusing links, pipes and devices it may have put there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        handle.seek(max(0, info.st_size - keep))
+        return handle.read(keep).decode(errors="replace")
+
+
+_PASSED = frozenset({"PATH", "LANG", "TZ", "PYTHONPATH", "VIRTUAL_ENV",
                      "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCH_SYMM_MEM_DISABLE_MULTICAST"})
 _PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "ASCEND_", "NPU_", "ASDOPS_", "ATB_", "CONDA_")
 
@@ -115,9 +155,15 @@ def kill_owned(owner: int) -> int:
     return len(processes)
 
 
-def _environment(workdir: Path, device: str) -> dict[str, str]:
-    # Only what running torch and Triton needs: generated code never sees API keys or database URLs.
+def _environment(workdir: Path, device: str, *, isolated: bool) -> dict[str, str]:
+    # Only what running torch and Triton needs: generated code never sees API keys or database URLs. Home and
+    # caches are inside the run's folder, the only place it may write.
     env = {k: v for k, v in os.environ.items() if k in _PASSED or k.startswith(_PASSED_PREFIXES)}
+    folder = str(workdir.resolve())
+    env |= {"HOME": f"{folder}/home", "XDG_CACHE_HOME": f"{folder}/home/.cache", "USER": "sandbox",
+            "LOGNAME": "sandbox", "TORCHINDUCTOR_CACHE_DIR": f"{folder}/home/.inductor"}
+    if isolated:
+        env["TMPDIR"] = "/tmp"  # private to the run
     env["TRITON_CACHE_DIR"] = str(workdir / ".triton-cache")
     env["KERNELGEN_DEVICE"] = device
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -126,9 +172,13 @@ def _environment(workdir: Path, device: str) -> dict[str, str]:
     return env
 
 
+def _pgid_file(workdir: Path) -> Path:
+    return workdir.parent / f".{workdir.name}{PGID_SUFFIX}"
+
+
 def _kill_leftover(workdir: Path) -> None:
     try:
-        os.killpg(int((workdir / PGID_FILE).read_text()), signal.SIGKILL)
+        os.killpg(int(_pgid_file(workdir).read_text()), signal.SIGKILL)
     except (OSError, ValueError):
         pass  # no record, or the group is gone already
 
@@ -141,12 +191,14 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
 
 
 def _read_result(path: Path, stderr: str) -> dict[str, Any]:
-    if not path.exists():
+    text = read_output(path, RESULT_MAX_BYTES + 1)
+    if not text:
         last = stderr.strip().splitlines()[-1:] or ["no output"]
         return {"message": f"no result file was written: {last[0]}"}
+    if len(text) > RESULT_MAX_BYTES:
+        return {"message": f"the result file is larger than {RESULT_MAX_BYTES} bytes"}
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         return {"message": f"the result file is not JSON: {exc}"}
     return data if isinstance(data, dict) else {"message": "the result file is not a JSON object"}
-

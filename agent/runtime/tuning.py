@@ -79,7 +79,8 @@ def search_configs(
         "cases": [list(case) for case in (cases or search_cases(spec))],
         "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
     }
-    run = run_harness(files.files, "tune_configs.py", plan, workdir, device=device, timeout_s=timeout_s)
+    run = run_harness(files.files, "tune_configs.py", plan, workdir, device=device, timeout_s=timeout_s,
+                      trusted=files.origin != "llm")
     if run.status != "pass":
         message = run.result.get("message") or run.stderr_tail[-500:]
         return SearchResult(status=run.status, message=str(message), seconds=run.seconds)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import zipfile
@@ -9,8 +10,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from server.deps import EngineDep, JobDep
+from server.deps import EngineDep, JobDep, RedactorDep
 from server.errors import AUTH_ERRORS, BAD_NAME, INVALID, NOT_FOUND
+from server.redact import Redactor
 from server.schemas import ArtifactPublic
 from storage import crud
 from storage.models import Artifact
@@ -45,6 +47,11 @@ def archive_name(artifact: Artifact) -> str:
     return f"rounds/round_{artifact.round_index}/{artifact.name}"
 
 
+def served(artifact: Artifact, redactor: Redactor) -> str:
+    """Return a file as the API serves it: server paths in it (a traceback's, a folder's) replaced."""
+    return redactor.text(artifact.content)
+
+
 def media_type(name: str) -> str:
     """Pick the content type of a file by its extension."""
     suffix = name[name.rfind("."):] if "." in name else ""
@@ -53,28 +60,30 @@ def media_type(name: str) -> str:
 
 @router.get("/{job_id}/artifacts", response_model=list[ArtifactPublic], summary="List a job's files",
             responses=NOT_FOUND | INVALID)
-def list_artifacts(job: JobDep, engine: EngineDep) -> list[ArtifactPublic]:
-    """List the files a job produced so far, with sizes, digests and download links."""
+def list_artifacts(job: JobDep, engine: EngineDep, redactor: RedactorDep) -> list[ArtifactPublic]:
+    """List the files a job produced so far, with sizes, digests and download links (of the content served)."""
     assert job.id is not None
     rows = sorted(crud.list_artifacts(engine, job.id), key=lambda a: (a.round_index is not None, a.round_index or 0,
                                                                       a.name))
-    return [
-        ArtifactPublic(name=archive_name(row), round_index=row.round_index, sha256=row.sha256,
-                       size=len(row.content.encode()), url=f"/jobs/{job.id}/artifacts/{archive_name(row)}")
-        for row in rows
-    ]
+    listed = []
+    for row in rows:
+        content = served(row, redactor)
+        digest = row.sha256 if content == row.content else hashlib.sha256(content.encode()).hexdigest()
+        listed.append(ArtifactPublic(name=archive_name(row), round_index=row.round_index, sha256=digest,
+                                     size=len(content.encode()), url=f"/jobs/{job.id}/artifacts/{archive_name(row)}"))
+    return listed
 
 
 @router.get("/{job_id}/artifacts.zip", summary="Download all of a job's files", response_class=Response,
             responses={200: {"content": {"application/zip": {}}, "description": "A zip of every file."}}
             | NOT_FOUND | INVALID)
-def zip_artifacts(job: JobDep, engine: EngineDep) -> Response:
+def zip_artifacts(job: JobDep, engine: EngineDep, redactor: RedactorDep) -> Response:
     """Return a zip of every file the job produced, round files under rounds/round_<i>/."""
     assert job.id is not None
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for row in crud.list_artifacts(engine, job.id):
-            archive.writestr(archive_name(row), row.content)
+            archive.writestr(archive_name(row), served(row, redactor))
     headers = {"Content-Disposition": f'attachment; filename="job_{job.id}_artifacts.zip"'}
     return Response(buffer.getvalue(), media_type="application/zip", headers=headers)
 
@@ -84,7 +93,7 @@ def zip_artifacts(job: JobDep, engine: EngineDep) -> Response:
                                          "text/x-python": {}}, "description": "The file's content."}}
             | BAD_NAME | NOT_FOUND | INVALID)
 def get_artifact(
-    job: JobDep, engine: EngineDep, name: str,
+    job: JobDep, engine: EngineDep, redactor: RedactorDep, name: str,
     round: Annotated[int | None, Query(ge=0, le=9999, description="The round of a round file.")] = None,
 ) -> Response:
     """Return a file's content: `name` is `file` or `rounds/round_<n>/file` (or `file?round=<n>`)."""
@@ -98,4 +107,4 @@ def get_artifact(
     if row is None:
         where = f" of round {index}" if index is not None else ""
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job.id} has no file {base!r}{where}")
-    return Response(row.content, media_type=media_type(base))
+    return Response(served(row, redactor), media_type=media_type(base))

@@ -1,4 +1,4 @@
-"""Follow a job's progress as a resumable server-sent event stream."""
+"""Follow a job's progress as a resumable server-sent event stream, woken by the job's own changes."""
 
 from __future__ import annotations
 
@@ -12,22 +12,23 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Engine
 
-from server.deps import EngineDep, JobDep
+from server.deps import EngineDep, JobDep, RedactorDep
 from server.errors import AUTH_ERRORS, INVALID, NOT_FOUND
+from server.notify import JobNotifier
+from server.redact import Redactor
 from server.schemas import FINAL_STATUSES
 from storage import crud
 from storage.models import JobEvent
 
 router = APIRouter(prefix="/jobs", tags=["events"], responses=AUTH_ERRORS)
 
-POLL_S = 0.2
-HEARTBEAT_S = 10.0
+HEARTBEAT_S = 10.0  # also the longest a stream waits without a change notice (a writer in another process)
 SeqNumber = Annotated[int, Query(ge=0, le=2**31 - 1, description="Send only events after this sequence number.")]
 
 
-def format_event(event: JobEvent) -> str:
+def format_event(event: JobEvent, redactor: Redactor) -> str:
     """Render one event as an SSE message."""
-    data = {"seq": event.seq, "stage": event.stage, "message": event.message,
+    data = {"seq": event.seq, "stage": event.stage, "message": redactor.text(event.message),
             "created_at": event.created_at.isoformat()}
     stage = " ".join(event.stage.split()) or "progress"
     return f"id: {event.seq}\nevent: {stage}\ndata: {json.dumps(data)}\n\n"
@@ -39,14 +40,17 @@ def _poll(engine: Engine, job_id: int, after: int) -> tuple[str | None, list[Job
     return (job.status if job else None), crud.list_events(engine, job_id, after=after)
 
 
-async def stream_events(request: Request, engine: Engine, job_id: int, after: int) -> AsyncIterator[str]:
+async def stream_events(
+    request: Request, engine: Engine, notifier: JobNotifier, redactor: Redactor, job_id: int, after: int,
+) -> AsyncIterator[str]:
     """Yield new events as they are recorded, heartbeats while idle, and `end` once the job is over."""
     beat = time.monotonic()
     while True:
+        seen = notifier.version(job_id)  # before the read: a change during it wakes the wait below at once
         status, events = await anyio.to_thread.run_sync(_poll, engine, job_id, after)
         for event in events:
             after = event.seq
-            yield format_event(event)
+            yield format_event(event, redactor)
         if status is None or status in FINAL_STATUSES:
             yield f"event: end\ndata: {json.dumps({'status': status or 'deleted'})}\n\n"
             return
@@ -57,7 +61,7 @@ async def stream_events(request: Request, engine: Engine, job_id: int, after: in
             yield ": heartbeat\n\n"
         if await request.is_disconnected():
             return
-        await anyio.sleep(POLL_S)
+        await notifier.wait(job_id, seen, timeout=max(0.05, HEARTBEAT_S - (time.monotonic() - beat)))
 
 
 @router.get("/{job_id}/events", summary="Follow a job's progress", response_class=StreamingResponse,
@@ -65,7 +69,7 @@ async def stream_events(request: Request, engine: Engine, job_id: int, after: in
                              "description": "Server-sent events: one per stage message, then `end` with the status."}}
             | NOT_FOUND | INVALID)
 def job_events(
-    request: Request, job: JobDep, engine: EngineDep, after: SeqNumber = 0,
+    request: Request, job: JobDep, engine: EngineDep, redactor: RedactorDep, after: SeqNumber = 0,
     last_event_id: Annotated[int | None, Header(ge=0, le=2**31 - 1, alias="Last-Event-ID",
                                                 description="Resume after this event (set by EventSource).")] = None,
 ) -> StreamingResponse:
@@ -73,5 +77,6 @@ def job_events(
     assert job.id is not None
     start = last_event_id if last_event_id is not None else after
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream_events(request, engine, job.id, start), media_type="text/event-stream",
-                             headers=headers)
+    notifier: JobNotifier = request.app.state.notifier
+    return StreamingResponse(stream_events(request, engine, notifier, redactor, job.id, start),
+                             media_type="text/event-stream", headers=headers)

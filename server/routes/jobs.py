@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
 from agent.llm.config import LlmConfigError, resolve_llm
+from agent.parsing import split_tasks
 from agent.state import JobRequest
-from server.deps import EngineDep, JobDep, ServiceDep, SettingsDep
+from server.deps import EngineDep, JobDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep
+from server.devices import describe
 from server.errors import AUTH_ERRORS, CONFLICT, INPUT_ERRORS, INVALID, NOT_FOUND
+from server.redact import Redactor
 from server.schemas import (
     FINAL_STATUSES,
     JobAccepted,
@@ -24,18 +28,30 @@ from server.schemas import (
     launch_config,
 )
 from storage import crud
+from storage.models import Job
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], responses=AUTH_ERRORS)
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobAccepted, summary="Submit a job",
              responses=INPUT_ERRORS)
-def submit_job(body: JobCreate, response: Response, service: ServiceDep, settings: SettingsDep) -> JobAccepted:
-    """Queue a job for an operator spec; follow it at the returned links."""
+def submit_job(
+    body: JobCreate, response: Response, service: ServiceDep, settings: SettingsDep, principal: PrincipalDep,
+) -> JobAccepted:
+    """Queue a job for one operator spec; follow it at the returned links."""
     size = len(body.spec.encode())
     if size > settings.max_spec_bytes:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
                             f"spec: {size} bytes is more than the limit of {settings.max_spec_bytes} bytes")
+    tasks = len(split_tasks(body.spec))
+    if tasks > 1:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            f"spec: the text holds {tasks} tasks (a task book); send one task per job, or use the "
+                            "CLI's `kernelgen run --file`")
+    if body.device != "auto" and body.device not in service.devices:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            f"device: {body.device} is not available on this server; it has "
+                            f"{describe(service.devices)} (or ask for auto)")
     try:
         resolve_llm(body.llm, settings)  # asking for an LLM the server does not have fails now, not in the queue
     except LlmConfigError as exc:
@@ -44,7 +60,7 @@ def submit_job(body: JobCreate, response: Response, service: ServiceDep, setting
         spec_text=body.spec, device=body.device, rounds=body.rounds, target_speedup=body.target_speedup,
         initial_config=launch_config(body.initial_config) if body.initial_config else None, llm=body.llm,
     )
-    job_id = service.submit(request)
+    job_id = service.submit(request, owner=principal.name)
     links = JobLinks.of(job_id)
     response.headers["Location"] = links.self
     return JobAccepted(id=job_id, status="queued", links=links)
@@ -53,26 +69,29 @@ def submit_job(body: JobCreate, response: Response, service: ServiceDep, setting
 @router.get("", response_model=JobsPublic, summary="List jobs", responses=INVALID)
 def list_jobs(
     engine: EngineDep,
+    principal: PrincipalDep,
+    redactor: RedactorDep,
     status: Annotated[JobStatus | None, Query(description="Only jobs in this status.")] = None,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> JobsPublic:
-    """Return a page of jobs, newest first."""
-    rows, total = crud.list_jobs(engine, status=status, offset=offset, limit=limit)
-    items = [JobPublic.model_validate(row, from_attributes=True) for row in rows]
+    """Return a page of the caller's jobs (an admin's: every job), newest first."""
+    owner = None if principal.admin else principal.name
+    rows, total = crud.list_jobs(engine, status=status, owner=owner, offset=offset, limit=limit)
+    items = [JobPublic.model_validate(public_job(row, redactor)) for row in rows]
     return JobsPublic(items=items, total=total, offset=offset, limit=limit)
 
 
 @router.get("/{job_id}", response_model=JobDetail, summary="Get a job", responses=NOT_FOUND | INVALID)
-def get_job(job: JobDep, engine: EngineDep, service: ServiceDep) -> JobDetail:
+def get_job(job: JobDep, engine: EngineDep, service: ServiceDep, redactor: RedactorDep) -> JobDetail:
     """Return a job with its stage, queue position, rounds and error."""
     assert job.id is not None
-    rounds = [RoundPublic.of(row) for row in crud.list_rounds(engine, job.id)]
+    rounds = [redactor.value(RoundPublic.of(row).model_dump()) for row in crud.list_rounds(engine, job.id)]
     job_status, position = service.live_status(job)
-    return JobDetail.model_validate(job.model_dump() | {
+    return JobDetail.model_validate(public_job(job, redactor) | {
         "status": job_status, "queue_position": position, "rounds": rounds, "links": JobLinks.of(job.id),
         "llm_usage": crud.llm_usage(engine, job.id),
-        "error": (job.message or "failed") if job_status == "failed" else None,
+        "error": redactor.text(job.message or "failed") if job_status == "failed" else None,
     })
 
 
@@ -87,3 +106,14 @@ def cancel_job(job: JobDep, engine: EngineDep, service: ServiceDep) -> JobCancel
                             f"job {job.id} already finished ({current.status if current else job.status})")
     current = crud.get_job(engine, job.id)
     return JobCancelled(id=job.id, status=current.status if current else "cancelled")  # type: ignore[arg-type]
+
+
+def public_job(job: Job, redactor: Redactor) -> dict[str, Any]:
+    """Return a job's public fields, without the server's paths (its folder is not in the options either)."""
+    try:
+        options = json.loads(job.options_json or "{}")
+    except ValueError:
+        options = {}
+    kept = {k: v for k, v in options.items() if k not in ("out_dir", "out_root")} if isinstance(options, dict) else {}
+    fields = job.model_dump(exclude={"out_dir"}) | {"options_json": json.dumps(kept)}
+    return redactor.value(fields) | {"spec_text": job.spec_text}  # the spec is the client's own text

@@ -17,6 +17,7 @@ import uvicorn
 
 from kernelgen.settings import Settings
 from server.app import create_app
+from server.serving import uvicorn_config
 from tests.databases import database_url
 
 FINAL = ("verified", "failed", "rejected", "cancelled")
@@ -41,7 +42,9 @@ class LiveServer:
 
 def _socket() -> socket.socket:
     """Bind a loopback socket on a free port (handed to uvicorn, so no other process can take the port)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP given, so asyncio sets TCP_NODELAY on accepted connections (with proto 0 it does not, and
+    # Nagle's algorithm then holds every response's body for the client's delayed ACK: 40 ms a request).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     return sock
@@ -52,8 +55,8 @@ def serve(settings: Settings) -> Iterator[LiveServer]:
     """Run the app under uvicorn in a thread until the block ends."""
     sock = _socket()
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(settings.model_copy(update={"port": port})), log_level="warning",
-                            timeout_graceful_shutdown=5)
+    settings = settings.model_copy(update={"port": port})
+    config = uvicorn_config(create_app(settings), settings, log_level="warning")  # as `kernelgen serve` runs it
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, event
 
 from storage import crud
 from storage.db import make_engine
-from storage.models import OptimizationPattern
+from storage.models import OptimizationPattern, OptimizationPatternPublic
 from tests.databases import database_url
 
 ROWS = "rows: BLOCK_M=4, BLOCK_N=1024, NUM_WARPS=4"
@@ -158,3 +158,12 @@ def test_two_jobs_updating_the_same_row_at_once_lose_no_count(url: str, engine: 
     (stored,) = crud.list_patterns(engine)
     assert (stored.times_applied, stored.times_measured) == (3, 3)
     assert stored.mean_gain == pytest.approx(0.2)
+
+
+def test_a_pattern_records_the_job_and_owner_that_last_changed_it(engine: Engine) -> None:
+    first = crud.create_job(engine, "relu", "/o", owner="alice")
+    second = crud.create_job(engine, "relu", "/o", owner="bob")
+    assert (_record(engine, job_id=first).last_job_id, _record(engine).last_owner) == (first, "alice")
+    row = _record(engine, job_id=second)
+    assert (row.last_job_id, row.last_owner, row.times_applied) == (second, "bob", 3)
+    assert not {"last_job_id", "last_owner"} & set(OptimizationPatternPublic.model_fields)  # not shown by the API

@@ -59,3 +59,27 @@ def test_tests_that_break_the_contract_are_refused(role: str, change: object, wo
     name = f"prefix_sum_{role}.py"
     problem = check_role(role, GOOD | {name: change(GOOD[name])}, "prefix_sum")  # type: ignore[operator]
     assert problem is not None and words in problem, problem
+
+
+@pytest.mark.parametrize(("role", "line", "words"), [
+    ("accuracy", "import os\nos.system('touch /tmp/x')", "uses os.system"),
+    ("accuracy", "from os import fork", "imports os.fork"),
+    ("accuracy", "import subprocess", "imports subprocess"),
+    ("performance", "import ctypes.util", "imports ctypes"),
+    ("accuracy", "from importlib import import_module", "imports importlib"),
+    ("baseline", "import socket", "imports socket"),
+    ("accuracy", "import os as o\no.execv('/bin/sh', ['sh'])", "uses os.execv"),
+    ("accuracy", "m = __import__('subprocess')", "uses __import__"),
+    ("triton", "x = ().__class__.__base__.__subclasses__()", "uses __subclasses__"),
+    ("performance", "exec('print(1)')", "uses exec"),
+])
+def test_processes_sockets_and_native_code_are_refused_in_every_file(role: str, line: str, words: str) -> None:
+    name = f"prefix_sum_{role}.py"
+    problem = check_role(role, GOOD | {name: f"{line}\n{GOOD[name]}"}, "prefix_sum")
+    assert problem is not None and words in problem and "may not start processes" in problem, problem
+
+
+def test_torch_compile_and_os_paths_stay_allowed_in_tests() -> None:
+    extra = "import os\nimport re\nHERE = os.path.dirname(__file__)\nPAT = re.compile('x')\n_c = getattr(os, 'sep')\n"
+    performance = GOOD["prefix_sum_performance.py"] + "\n" + extra + "fast = torch.compile\n"
+    assert check_files(GOOD | {"prefix_sum_performance.py": performance}, "prefix_sum") is None

@@ -216,7 +216,9 @@ def _install_fake_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: P
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "ncu"
-    fake.write_text(FAKE_NCU.replace("{python}", sys.executable).replace("{report!r}", repr(str(report)))
+    canned = bin_dir / "canned_report.csv"  # beside the fake ncu: the sandbox lets a run read its launcher's folder
+    canned.write_text(report.read_text())
+    fake.write_text(FAKE_NCU.replace("{python}", sys.executable).replace("{report!r}", repr(str(canned)))
                     .replace("{harness}", HARNESS_NAME))
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")

@@ -1,12 +1,12 @@
 """Generated code runs in its own process group; results come back only as JSON."""
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from agent.runtime.sandbox import run_file
+from tests.processes import new_marker, wait_gone
 
 WRITES_JSON = '''
 import json, os, sys
@@ -18,8 +18,7 @@ print('{"status": "fail"}')  # prints are never parsed
 
 SPAWNS_AND_HANGS = '''
 import subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-open("child.pid", "w").write(str(child.pid))
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "MARKER"])
 time.sleep(600)
 '''
 
@@ -33,13 +32,13 @@ def test_result_comes_from_the_json_file_in_a_private_workdir(tmp_path: Path) ->
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    marker = new_marker()
     started = time.monotonic()
-    result = run_file({"hang.py": SPAWNS_AND_HANGS}, "hang.py", tmp_path / "w", device="cpu", timeout_s=3)
+    result = run_file({"hang.py": SPAWNS_AND_HANGS.replace("MARKER", marker)}, "hang.py", tmp_path / "w",
+                      device="cpu", timeout_s=3)
     assert result.status == "timeout"
     assert time.monotonic() - started < 30
-    child = int((tmp_path / "w" / "child.pid").read_text())
-    time.sleep(0.5)
-    assert not _alive(child), "the grandchild survived the timeout"
+    assert not wait_gone(marker), "the grandchild survived the timeout"
 
 
 def test_a_crash_keeps_stderr_for_diagnosis(tmp_path: Path) -> None:
@@ -50,21 +49,10 @@ def test_a_crash_keeps_stderr_for_diagnosis(tmp_path: Path) -> None:
     assert "kernel exploded" in result.result["message"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes.
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "zombie" not in status.read_text()
-
-
 LEAVES_A_DAEMON = '''
 import json, subprocess, sys
 code = "import time, json; time.sleep(2); json.dump({'status': 'pass', 'forged': True}, open('result.json', 'w'))"
-child = subprocess.Popen([sys.executable, "-c", code])
-open("child.pid", "w").write(str(child.pid))
+child = subprocess.Popen([sys.executable, "-c", code, "MARKER"])
 json.dump({"status": "fail"}, open(sys.argv[sys.argv.index("--json") + 1], "w"))
 '''
 
@@ -75,10 +63,12 @@ json.dump({"status": "pass", "names": sorted(os.environ)}, open(sys.argv[sys.arg
 
 
 def test_a_process_left_behind_is_killed_when_the_run_ends(tmp_path: Path) -> None:
-    result = run_file({"leave.py": LEAVES_A_DAEMON}, "leave.py", tmp_path / "w", device="cpu", timeout_s=60)
+    marker = new_marker()
+    result = run_file({"leave.py": LEAVES_A_DAEMON.replace("MARKER", marker)}, "leave.py", tmp_path / "w",
+                      device="cpu", timeout_s=60)
     assert result.status == "fail"
-    time.sleep(3)
-    assert not _alive(int((tmp_path / "w" / "child.pid").read_text()))
+    assert not wait_gone(marker, timeout=1.0)
+    time.sleep(2.5)  # past the daemon's forgery, had it lived
     assert "forged" not in (tmp_path / "w" / "result.json").read_text()
 
 
@@ -90,4 +80,4 @@ def test_generated_code_sees_no_secrets(tmp_path: Path, monkeypatch: pytest.Monk
     result = run_file({"env.py": READS_THE_ENVIRONMENT}, "env.py", tmp_path / "w", device="cpu", timeout_s=60)
     names = set(result.result["names"])
     assert not names & {"KERNELGEN_LLM_API_KEY", "OPENAI_API_KEY", "KERNELGEN_DATABASE_URL", "AWS_SECRET_ACCESS_KEY"}
-    assert {"PATH", "KERNELGEN_DEVICE", "TRITON_CACHE_DIR", "TRITON_INTERPRET"} <= names
+    assert {"PATH", "KERNELGEN_DEVICE", "TRITON_CACHE_DIR", "TRITON_INTERPRET", "HOME"} <= names

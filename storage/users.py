@@ -1,0 +1,75 @@
+"""API users with tokens: add, revoke, list, and find the user a bearer token belongs to."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from storage.models import ApiUser, ApiUserPublic
+
+NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+TOKEN_PREFIX = "kg_"
+
+
+class UserError(ValueError):
+    """A user cannot be added or revoked; the message says why."""
+
+
+def token_digest(token: str) -> str:
+    """Return the SHA-256 a token is stored as."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def add_user(engine: Engine, name: str, *, admin: bool = False) -> str:
+    """Create a user (or give a revoked one a new token) and return its token, which is stored only as a digest."""
+    if not NAME.fullmatch(name):
+        raise UserError(f"a user name is 1-64 letters, digits, '_', '.' or '-', not {name!r}")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with Session(engine) as session:
+        row = session.exec(select(ApiUser).where(ApiUser.name == name)).first()
+        if row is not None and row.revoked_at is None:
+            raise UserError(f"user {name} exists; revoke it first to issue a new token")
+        if row is None:
+            row = ApiUser(name=name, admin=admin, token_sha256=token_digest(token))
+        else:
+            row.token_sha256, row.admin, row.revoked_at = token_digest(token), admin, None
+            row.created_at = datetime.now(UTC)
+        session.add(row)
+        session.commit()
+    return token
+
+
+def revoke_user(engine: Engine, name: str) -> None:
+    """Revoke a user's token: its requests are refused from now on; its jobs stay."""
+    with Session(engine) as session:
+        row = session.exec(select(ApiUser).where(ApiUser.name == name)).first()
+        if row is None or row.revoked_at is not None:
+            raise UserError(f"no active user {name}")
+        row.revoked_at = datetime.now(UTC)
+        session.add(row)
+        session.commit()
+
+
+def list_users(engine: Engine) -> list[ApiUserPublic]:
+    """Return every user, revoked ones too, by name."""
+    with Session(engine) as session:
+        rows = session.exec(select(ApiUser).order_by(col(ApiUser.name))).all()
+        return [ApiUserPublic.model_validate(row, from_attributes=True) for row in rows]
+
+
+def find_user(engine: Engine, token: str) -> ApiUser | None:
+    """Return the active user a token belongs to, or None."""
+    with Session(engine) as session:
+        return session.exec(select(ApiUser).where(ApiUser.token_sha256 == token_digest(token),
+                                                  col(ApiUser.revoked_at).is_(None))).first()
+
+
+def has_users(engine: Engine) -> bool:
+    """Tell whether the users table holds anyone (revoked users too: once there were users, tokens are required)."""
+    with Session(engine) as session:
+        return session.exec(select(ApiUser.id).limit(1)).first() is not None

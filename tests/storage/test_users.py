@@ -1,0 +1,72 @@
+"""API users and job owners in SQLite and PostgreSQL alike: tokens kept as digests, revocation, per-owner lists."""
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine
+from sqlmodel import Session, select
+
+from storage import crud
+from storage.db import make_engine
+from storage.models import ApiUser
+from storage.signals import subscribe
+from storage.users import UserError, add_user, find_user, has_users, list_users, revoke_user, token_digest
+from tests.databases import database_url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path) -> Iterator[Engine]:  # type: ignore[no-untyped-def]
+    with database_url(request.param, tmp_path) as url:
+        engine = make_engine(url)
+        yield engine
+        engine.dispose()
+
+
+def test_a_token_is_stored_only_as_its_digest_and_finds_its_user(engine: Engine) -> None:
+    assert not has_users(engine)
+    token = add_user(engine, "alice")
+    admin = add_user(engine, "root", admin=True)
+    assert token.startswith("kg_") and len(token) > 40 and token != admin
+    with Session(engine) as session:
+        stored = session.exec(select(ApiUser).where(ApiUser.name == "alice")).one()
+    assert stored.token_sha256 == token_digest(token) and token not in stored.model_dump_json()
+    found = find_user(engine, token)
+    assert found is not None and (found.name, found.admin) == ("alice", False)
+    assert find_user(engine, admin) is not None and find_user(engine, admin).admin  # type: ignore[union-attr]
+    assert find_user(engine, token + "x") is None and has_users(engine)
+
+
+def test_a_revoked_token_finds_nobody_and_a_new_one_can_be_issued(engine: Engine) -> None:
+    old = add_user(engine, "bob")
+    with pytest.raises(UserError, match="exists"):
+        add_user(engine, "bob")
+    revoke_user(engine, "bob")
+    assert find_user(engine, old) is None
+    with pytest.raises(UserError, match="no active user"):
+        revoke_user(engine, "bob")
+    new = add_user(engine, "bob", admin=True)
+    assert find_user(engine, old) is None and find_user(engine, new) is not None
+    (listed,) = list_users(engine)
+    assert (listed.name, listed.admin, listed.revoked_at) == ("bob", True, None)
+    with pytest.raises(UserError, match="user name"):
+        add_user(engine, "no spaces please")
+    revoke_user(engine, "bob")
+    assert has_users(engine)  # once there were users, tokens stay required
+
+
+def test_jobs_are_listed_per_owner_and_changes_are_announced(engine: Engine) -> None:
+    changed: list[int] = []
+    unsubscribe = subscribe(changed.append)
+    try:
+        mine = crud.create_job(engine, "relu", "/o", owner="alice", status="queued")
+        theirs = crud.create_job(engine, "relu", "/o", owner="bob", status="queued")
+        crud.add_event(engine, mine, "queued", "job queued")
+        crud.update_job(engine, theirs, status="running")
+    finally:
+        unsubscribe()
+    crud.update_job(engine, mine, status="running")  # after unsubscribing: not heard
+    assert changed == [mine, theirs]
+    rows, total = crud.list_jobs(engine, owner="alice")
+    assert total == 1 and [j.id for j in rows] == [mine] and rows[0].owner == "alice"
+    assert crud.list_jobs(engine)[1] == 2 and crud.list_jobs(engine, owner="carol") == ([], 0)
+    assert crud.list_jobs(engine, owner="bob", status="running")[1] == 1
