@@ -14,10 +14,12 @@ from rich.table import Table
 
 from agent.generators.base import LaunchConfig, parse_label
 from agent.state import JobRequest, JobState
+from kernelgen.admin import users_app
 from kernelgen.settings import Settings
 
 app = typer.Typer(help="Turn a plain-language operator spec into a verified Triton kernel.", no_args_is_help=True)
 console = Console()
+app.add_typer(users_app, name="users")
 
 
 @app.callback()
@@ -98,7 +100,8 @@ def _print_summary(final: JobState) -> None:
         console.print(f"[bold red]{status}[/]: {final.get('message', '')}", highlight=False)
         console.print("No kernel was written.")
         return
-    table = Table(title=f"{final['spec'].name}: {status}")
+    reduced = status == "verified" and final.get("coverage", {}).get("shapes") == "reduced"
+    table = Table(title=f"{final['spec'].name}: {status}{' on reduced shapes only' if reduced else ''}")
     for column in ("round", "edit", "change", "config", "accuracy", "speedup", "GB/s", "% of copy", "kept"):
         table.add_column(column, overflow="fold")
     for r in final.get("rounds", []):
@@ -122,32 +125,33 @@ def read(
                     typer.Option("--file", "-f", help="Read the spec from a file (.md, .txt, .py).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the reading as JSON.")] = False,
 ) -> None:
-    """Show how a spec is understood, without generating anything; exit 0 when it reads, 2 with a question."""
+    """Show how a spec (or each task of a task book) is understood, without generating anything.
+
+    Exit 0 when everything reads, 2 when any spec raises a question.
+    """
     import json
     import tempfile
 
-    from agent.reader import read_spec
-    from agent.spec import SpecError
+    from agent.reader.outcome import read_outcomes
 
     if (spec is None) == (file is None):
         raise typer.BadParameter("give the spec text or --file, not both and not neither")
     text = file.read_text(encoding="utf-8") if file is not None else str(spec)
     with tempfile.TemporaryDirectory(prefix="kernelgen-read-") as work:
-        try:
-            result = read_spec(text, work_dir=Path(work))
-        except SpecError as exc:
-            if as_json:
-                console.out(json.dumps({"status": "question", "question": str(exc)}, ensure_ascii=False, indent=2))
-            else:
-                console.print(f"[bold yellow]question[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(code=2) from None
+        outcomes = read_outcomes(text, Path(work))
     if as_json:
-        reading = result.reading.model_dump(mode="json") if result.reading else {}
-        console.out(json.dumps({"status": "read", "understood": reading, "spec": result.model_dump(mode="json")},
-                               ensure_ascii=False, indent=2))
-        return
-    shown = result.reading.render() if result.reading else result.formula
-    console.print(escape(shown), highlight=False, soft_wrap=True)
+        shown = [o.model_dump(mode="json") for o in outcomes]
+        console.out(json.dumps(shown[0] if len(shown) == 1 else shown, ensure_ascii=False, indent=2))
+    for outcome in [] if as_json else outcomes:
+        if outcome.task:
+            console.rule(escape(outcome.task))
+        if outcome.status == "read":
+            console.print(escape(outcome.understood or ""), highlight=False, soft_wrap=True)
+        else:
+            console.print(f"[bold yellow]question[/]: {escape(outcome.question or '')}", highlight=False,
+                          soft_wrap=True)
+    if any(o.status == "question" for o in outcomes):
+        raise typer.Exit(code=2)
 
 
 @app.command()
@@ -196,22 +200,22 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (env KERNELGEN_HOST; default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on (env KERNELGEN_PORT; default 8000).")] = None,
 ) -> None:
-    """Run the HTTP job service (needs KERNELGEN_API_TOKENS unless bound to loopback)."""
-    import uvicorn
-
+    """Run the HTTP job service (needs tokens or users unless bound to loopback)."""
     from server.app import create_app
-    from server.security import active_tokens, is_loopback
+    from server.principals import auth_required
+    from server.security import is_loopback
+    from server.serving import serve as serve_app
+    from storage.db import make_engine
 
     settings = Settings()
     settings = settings.model_copy(update={"host": settings.host if host is None else host,
                                            "port": settings.port if port is None else port})
-    if not is_loopback(settings.host) and not active_tokens(settings.api_tokens):
+    if not is_loopback(settings.host) and not auth_required(settings, make_engine(settings.database_url)):
         Console(stderr=True).print(
             f"[bold red]refusing to serve on {escape(settings.host)}[/]: it is reachable from other machines and "
-            "no bearer tokens are set. Set KERNELGEN_API_TOKENS='[\"<token>\"]' or bind to 127.0.0.1.",
+            "no one needs a token. Add a user (kernelgen users add NAME), set "
+            "KERNELGEN_API_TOKENS='[\"name:<token>\"]', or bind to 127.0.0.1.",
             highlight=False, soft_wrap=True,
         )
         raise typer.Exit(code=2)
-    # Event streams last until their job ends: give them a few seconds on shutdown, then close them.
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info",
-                timeout_graceful_shutdown=5)
+    serve_app(create_app(settings), settings)  # header and keep-alive timeouts, a short graceful shutdown

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
 
 from agent.generators.base import LaunchConfig, parse_label
+from agent.reader.outcome import ReadOutcome
+from agent.reading import Reading
 from storage.models import JobPublic as StoredJobPublic
 from storage.models import Round
 
@@ -93,6 +95,28 @@ class JobCreate(JobOptions):
         return value
 
 
+class ReadCreate(BaseModel):
+    """A spec to read without running anything: text, PyTorch code, or a task book."""
+
+    spec: StorableText = Field(min_length=1, description="The operator spec, in English or Chinese, or PyTorch code.",
+                               examples=["fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]"])
+
+    @field_validator("spec")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class ReadsPublic(BaseModel):
+    """How each spec of the text was understood (one item for a plain spec, one per task of a task book)."""
+
+    items: list[ReadOutcome]
+    read: int = Field(description="How many specs read.")
+    questions: int = Field(description="How many specs raised a question.")
+
+
 class JobLinks(BaseModel):
     """Where to follow a job."""
 
@@ -172,8 +196,11 @@ class LlmUsage(BaseModel):
 
 
 class JobDetail(JobPublic):
-    """A job with its place in the queue, its rounds and, when it failed, why."""
+    """A job with its reading, its place in the queue, its rounds and, when it failed, why."""
 
+    understood: str | None = Field(default=None, description="How the spec was read (the 'Understood as' block); "
+                                                             "null before reading or when it raised a question.")
+    reading: Reading | None = Field(default=None, description="The same reading, field by field.")
     queue_position: int | None = Field(description="1-based place among queued jobs; null unless queued.")
     rounds: list[RoundPublic]
     llm_usage: LlmUsage = Field(description="The job's LLM calls: count, tokens, latency, outcomes.")

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
 from agent.llm.config import LlmConfigError, resolve_llm
-from agent.parsing import split_tasks
+from agent.reader import split_tasks
+from agent.spec import OpSpec
 from agent.state import JobRequest
 from server.deps import EngineDep, JobDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep
 from server.devices import describe
@@ -92,7 +93,7 @@ def get_job(job: JobDep, engine: EngineDep, service: ServiceDep, redactor: Redac
         "status": job_status, "queue_position": position, "rounds": rounds, "links": JobLinks.of(job.id),
         "llm_usage": crud.llm_usage(engine, job.id),
         "error": redactor.text(job.message or "failed") if job_status == "failed" else None,
-    })
+    } | _understood(job, redactor))
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_model=JobCancelled,
@@ -106,6 +107,17 @@ def cancel_job(job: JobDep, engine: EngineDep, service: ServiceDep) -> JobCancel
                             f"job {job.id} already finished ({current.status if current else job.status})")
     current = crud.get_job(engine, job.id)
     return JobCancelled(id=job.id, status=current.status if current else "cancelled")  # type: ignore[arg-type]
+
+
+def _understood(job: Job, redactor: Redactor) -> dict[str, Any]:
+    """Return the job's reading (kept with its spec once read) and its rendered block."""
+    try:
+        reading = OpSpec.model_validate_json(job.spec_json).reading if job.spec_json else None
+    except ValueError:  # a spec stored by an older version: no reading to show
+        reading = None
+    if reading is None:
+        return {"understood": None, "reading": None}
+    return {"understood": redactor.text(reading.render()), "reading": redactor.value(reading.model_dump(mode="json"))}
 
 
 def public_job(job: Job, redactor: Redactor) -> dict[str, Any]:

@@ -151,3 +151,40 @@ def test_serve_runs_the_api_on_loopback(tmp_path: Path) -> None:
         output, _ = server.communicate(timeout=30)
     assert server.returncode in (0, -signal.SIGTERM), output  # uvicorn re-raises the signal after a clean stop
     assert "Application shutdown complete" in output
+
+
+def test_serve_opens_a_public_host_to_table_users_and_bounds_silent_connections(tmp_path: Path) -> None:
+    import socket
+
+    env = _kernelgen_env(tmp_path, KERNELGEN_HEADER_TIMEOUT_S="1")
+    added = subprocess.run([sys.executable, "-m", "kernelgen", "users", "add", "alice"], capture_output=True,
+                           text=True, env=env, cwd=tmp_path, timeout=120)
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip().split()[-1]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "kernelgen", "serve", "--host", "0.0.0.0", "--port", str(port)],
+                              env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline, "kernelgen serve did not start"
+                time.sleep(0.2)
+        assert httpx.get(f"{url}/jobs").status_code == 401
+        assert httpx.get(f"{url}/jobs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+            started = time.monotonic()
+            try:  # the server closes a connection that never sends its headers (KERNELGEN_HEADER_TIMEOUT_S)
+                closed = silent.recv(1024) == b""
+            except ConnectionResetError:
+                closed = True
+            assert closed and 0.5 < time.monotonic() - started < 5
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
