@@ -76,6 +76,12 @@ class KernelFiles(BaseModel):
     files: dict[str, str]
     config: LaunchConfig
     origin: Literal["offline", "llm"] = "offline"  # who wrote the files: the templates or a model
+    holds_user_code: bool = False  # the baseline embeds the person's own PyTorch (a code spec)
+
+    @property
+    def trusted(self) -> bool:
+        """Tell whether every line came from our templates: only such files may run where bubblewrap cannot."""
+        return self.origin == "offline" and not self.holds_user_code
 
     def name_of(self, role: str) -> str:
         """Return the file name of a role: triton, baseline, accuracy or performance."""

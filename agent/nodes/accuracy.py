@@ -32,7 +32,7 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     folder = ctx.work_dir / f"job-{state['job_id']}"
     run = run_file(
         files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
-        device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s, trusted=files.origin != "llm",
+        device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s, trusted=files.trusted,
     )
     status = run.status
     result = run.result | {"stderr_tail": run.stderr_tail[-4000:]} if run.status != "pass" else dict(run.result)

@@ -22,7 +22,7 @@ def performance(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]
     device = state["device"].kind
     with ctx.measure_lock:
         run = run_file(files.files, files.name_of("performance"), folder / f"round-{pending.index}-performance",
-                       device=device, timeout_s=ctx.performance_timeout_s, args=args, trusted=files.origin != "llm")
+                       device=device, timeout_s=ctx.performance_timeout_s, args=args, trusted=files.trusted)
         if files.origin == "llm":
             own = run
             run = time_entry(files, state["spec"], folder / f"round-{pending.index}-timing", device=device,

@@ -29,7 +29,7 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     with ctx.measure_lock:
         counters = profile_kernel(sources, files.op, workdir, device=device.kind,
                                   timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index,
-                                  trusted=files.origin != "llm")
+                                  trusted=files.trusted)
     metrics = counters.metrics if counters.status == "measured" else {}
     elements = math.prod(spec.output_shape(spec.shape_cases()[shape_index]))
     tiles = int(metrics["grid_size"]) if "grid_size" in metrics else launched_tiles(

@@ -165,10 +165,10 @@ def describe(isolation: Isolation, policy: SandboxPolicy) -> str:
     if isolation.mode == "userns":
         return "sandbox: bubblewrap, runs in their own user, PID, IPC and network namespaces"
     if policy.allow_unisolated:
-        return (f"SANDBOX ISOLATION IS OFF: {isolation.reason}. {OPT_IN} is set, so model-written code runs with no "
-                "file-system, network or process boundary. Do not serve untrusted users like this.")
-    return (f"sandbox: {isolation.reason}. Model-written code will be refused (set {OPT_IN} to run it anyway); "
-            "offline kernels run in the plain sandbox.")
+        return (f"SANDBOX ISOLATION IS OFF: {isolation.reason}. {OPT_IN} is set, so model-written code and code "
+                "specs run with no file-system, network or process boundary. Do not serve untrusted users like this.")
+    return (f"sandbox: {isolation.reason}. Model-written code and PyTorch code given as a spec will be refused (set "
+            f"{OPT_IN} to run them anyway); offline kernels run in the plain sandbox.")
 
 
 def log_state(policy: SandboxPolicy) -> Isolation:

@@ -66,8 +66,8 @@ def run_file(
     policy = active_policy()
     isolation = probe(policy)
     if not isolation.available and not trusted and not policy.allow_unisolated:
-        message = (f"model-written code is not run without isolation: {isolation.reason}; set {OPT_IN} to run it "
-                   "anyway")
+        message = (f"untrusted code (model-written, or the PyTorch code a spec gives) is not run without isolation: "
+                   f"{isolation.reason}; set {OPT_IN} to run it anyway")
         return SandboxResult(status="refused", result={"message": message}, returncode=None, seconds=0.0,
                              stdout_tail="", stderr_tail="")
     result_path = workdir / "result.json"

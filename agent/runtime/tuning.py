@@ -80,7 +80,7 @@ def search_configs(
         "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
     }
     run = run_harness(files.files, "tune_configs.py", plan, workdir, device=device, timeout_s=timeout_s,
-                      trusted=files.origin != "llm")
+                      trusted=files.trusted)
     if run.status != "pass":
         message = run.result.get("message") or run.stderr_tail[-500:]
         return SearchResult(status=run.status, message=str(message), seconds=run.seconds)
