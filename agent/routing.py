@@ -16,8 +16,8 @@ def after_requirements(state: JobState) -> Literal["definition", "finalize"]:
 
 
 def after_definition(state: JobState) -> Literal["generate", "finalize"]:
-    """Go on only when the device was found (and the model wrote the analysis, for a custom op)."""
-    return "finalize" if state.get("status") == "failed" else "generate"
+    """Go on only when the device was found, the spec fits it (and the model wrote the analysis, for a custom op)."""
+    return "finalize" if state.get("status") in ("failed", "rejected") else "generate"
 
 
 def after_generate(state: JobState) -> Literal["accuracy", "finalize"]:

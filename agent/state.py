@@ -75,6 +75,7 @@ class JobState(TypedDict, total=False):
     patterns: list[PatternHint]  # what earlier jobs on this device and category learned
     status: JobStatus
     message: str
+    coverage: dict[str, Any]  # the shapes the kept version was checked on (agent.coverage.Coverage, dumped)
     generator: str  # offline, or openai:<model>
     last_files: KernelFiles  # the files of the round just logged (a repair starts from them)
     first_files: KernelFiles  # the first version's files (its reference is the job's until a version passes)

@@ -27,6 +27,7 @@ class JobBase(SQLModel):
     cancel_requested: bool = False
     generator: str = "offline"  # who wrote the kernels: offline, or openai:<model>
     owner: str | None = Field(default=None, index=True)  # the principal that submitted it (None: before owners)
+    coverage: str | None = None  # verified on the spec's shapes ("spec") or on reduced ones only ("reduced")
 
 
 class Job(JobBase, table=True):

@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from agent.analysis import Analysis, analyse
 from agent.context import JobContext
+from agent.coverage import memory_refusal, planned
 from agent.diagnosis import PatternHint
 from agent.documents import render
 from agent.llm.authoring import write_definition
@@ -27,6 +28,11 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         ctx.report("definition", str(exc))
         return {"status": "failed", "message": str(exc)}
     analysis = analyse(spec, device)
+    too_big = memory_refusal(analysis, device)
+    if too_big is not None:  # refused before anything is written or run, with the figure
+        ctx.report("definition", too_big)
+        return {"status": "rejected", "message": too_big, "device": device}
+    coverage = planned(analysis, device)
     out_shapes = ", ".join(dict.fromkeys(str(c.out_shape) for c in analysis.cases))
     refusal = ctx.generator.refusal(spec)
     if refusal is not None and ctx.llm is not None:
@@ -37,11 +43,13 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
             ctx.report("definition", message)
             return {"status": "failed", "message": message, "device": device}
         text = render("definition_custom.md.j2", spec=spec, device=device, analysis=analysis, reply=reply,
-                      request_text=request.spec_text.strip(), out_shapes=out_shapes, model=ctx.llm.config.model)
+                      request_text=request.spec_text.strip(), out_shapes=out_shapes, model=ctx.llm.config.model,
+                      coverage=coverage)
     else:
         config = request.initial_config or ctx.generator.default_config(spec, "flat", device)
         text = render("definition.md.j2", spec=spec, device=device, analysis=analysis, refusal=refusal,
-                      request_text=request.spec_text.strip(), config=config, out_shapes=out_shapes)
+                      request_text=request.spec_text.strip(), config=config, out_shapes=out_shapes,
+                      coverage=coverage)
     write_artifact(ctx.engine, state["job_id"], state["out_dir"], "definition.md", text)
     worst = max(analysis.cases, key=lambda c: c.bound_ms)
     ctx.report("definition", f"{device.kind} ({device.name}); {worst.bound}-bound, largest case bound "

@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
+from agent.coverage import Coverage, checked_result, coverage_of
 from agent.output import write_artifact
 from agent.state import JobState
 from storage import crud
@@ -31,20 +32,34 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         crud.update_job(ctx.engine, job_id, status=status, message=state.get("message", ""))
         return {"status": status}
     out_dir = state["out_dir"]
+    coverage = best_coverage(state)
+    message = state.get("message", "")
+    if status == "verified" and coverage is not None and coverage.shapes == "reduced":
+        message = f"{message}; {coverage.line()}" if message else coverage.line()
     best_files = state.get("best_files")
     if best_files is not None:
         for name, source in best_files.files.items():
             write_artifact(ctx.engine, job_id, out_dir, name, source)
-    report = _report(state, status) | {"generator": state.get("generator", "offline"),
+    report = _report(state, status) | {"generator": state.get("generator", "offline"), "message": message,
+                                       "coverage": coverage.model_dump() if coverage else None,
                                        "llm": _llm_report(ctx, job_id)}
     write_artifact(ctx.engine, job_id, out_dir, "report.json", json.dumps(report, indent=1, default=str))
     device = state.get("device")
     ctx.report("finalize", f"{status}: {out_dir}")  # before the final status: a reader that sees it has every event
     crud.update_job(
-        ctx.engine, job_id, status=status, message=state.get("message", ""),
-        best_round=state.get("best_round"), device=device.name if device else None,
+        ctx.engine, job_id, status=status, message=message, best_round=state.get("best_round"),
+        device=device.name if device else None, coverage=coverage.shapes if coverage else None,
     )
-    return {"status": status}
+    return {"status": status, "message": message} | ({"coverage": coverage.model_dump()} if coverage else {})
+
+
+def best_coverage(state: JobState) -> Coverage | None:
+    """Return what the kept version was checked on: our own check's cases for model-written files."""
+    best = state.get("best_round")
+    rounds = state.get("rounds", [])
+    if best is None or best >= len(rounds):
+        return None
+    return coverage_of(checked_result(rounds[best].accuracy))
 
 
 def _report(state: JobState, status: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
+from agent.coverage import checked_result, coverage_of
 from agent.documents import render
 from agent.output import write_artifact
 from agent.state import JobState, RoundRecord
@@ -35,7 +36,7 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
                        files.source("triton"), record.index)
     section = render(
         "round.md.j2", r=record, base=best, target=spec.target_speedup, device=state["device"].name,
-        shapes=", ".join(str(c) for c in spec.shape_cases()), fmt=_fmt, pattern=pattern,
+        shapes=", ".join(str(c) for c in spec.shape_cases()), fmt=_fmt, pattern=pattern, coverage=_coverage(record),
     )
     previous = "" if not rounds[:-1] else _read_log(ctx, job_id)
     header = f"# Optimization log: `{spec.name}`\n\n" if not previous else ""
@@ -61,6 +62,12 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     elif best is not None:
         updates["files"] = state["best_files"]  # revert: the next round starts from the best version
     return updates
+
+
+def _coverage(record: RoundRecord) -> str:
+    """Say which shapes this round's verdict covers (our own check's, for model-written files)."""
+    checked = checked_result(record.accuracy)
+    return coverage_of(checked).line() if checked.get("cases") else ""
 
 
 def judge(pending: RoundRecord, best: RoundRecord | None) -> tuple[bool, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent.coverage import CPU_MAX_ELEMENTS
 from agent.generators.base import KernelFiles
 from agent.ir.edges import edge_cases
 from agent.runtime.harnesses import entry_plan, run_harness
@@ -12,7 +13,6 @@ from agent.runtime.spec_reference import MODULE, spec_reference_module
 from agent.spec import OpSpec
 
 SEEDS = [11, 12, 13]  # not the seeds the model's own test uses
-CPU_MAX_ELEMENTS = 1 << 20
 PREVIOUS = "previous_reference"  # module name of the reference before an interface edit
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 from typing import Literal
 
@@ -36,6 +37,7 @@ class DeviceInfo(BaseModel):
     peak_gbs: float | None = None
     peak_tflops: float | None = None
     multiprocessors: int | None = None  # SMs on CUDA; sizes the search space and persistent grids
+    memory_bytes: int | None = None  # the device's memory (the host's RAM for the CPU): a spec must fit in it
 
     @property
     def has_peaks(self) -> bool:
@@ -56,23 +58,43 @@ def detect(wanted: str = "auto") -> DeviceInfo:
     import torch
 
     kind: DeviceKind
-    multiprocessors = None
+    multiprocessors = memory = None
     if wanted in ("auto", "cuda") and torch.cuda.is_available():
         kind, name = "cuda", torch.cuda.get_device_name()
-        multiprocessors = torch.cuda.get_device_properties(0).multi_processor_count
+        properties = torch.cuda.get_device_properties(0)
+        multiprocessors, memory = properties.multi_processor_count, int(properties.total_memory)
     elif wanted in ("auto", "npu") and _npu_available():
         kind, name = "npu", str(torch.npu.get_device_name())  # type: ignore[attr-defined]
-        multiprocessors = _npu_vector_cores()
+        multiprocessors, memory = _npu_vector_cores(), _npu_memory()
     elif wanted in ("auto", "cpu"):
         kind, name = "cpu", f"CPU ({platform.processor() or platform.machine()}), Triton interpreter"
+        memory = _host_memory()
     else:
         raise RuntimeError(f"device {wanted!r} was asked for, but none is available here")
     peaks = peaks_for(name) if kind != "cpu" else None
     return DeviceInfo(
         kind=kind, name=name,
         peak_gbs=peaks["gbs"] if peaks else None,
-        peak_tflops=peaks["tflops"] if peaks else None, multiprocessors=multiprocessors,
+        peak_tflops=peaks["tflops"] if peaks else None, multiprocessors=multiprocessors, memory_bytes=memory,
     )
+
+
+def _host_memory() -> int | None:
+    """Return the machine's physical memory in bytes, where the OS says."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _npu_memory() -> int | None:
+    """Return the Ascend device's memory through torch_npu (untested here: no NPU)."""
+    try:
+        import torch
+
+        return int(torch.npu.get_device_properties(0).total_memory)  # type: ignore[attr-defined]
+    except Exception:  # an older torch_npu without the property: no memory check
+        return None
 
 
 def _npu_vector_cores() -> int | None:

@@ -17,6 +17,7 @@ def test_rejected_spec_goes_straight_to_finalize() -> None:
 
 def test_missing_device_ends_the_job() -> None:
     assert routing.after_definition({"status": "failed"}) == "finalize"
+    assert routing.after_definition({"status": "rejected"}) == "finalize"  # the spec does not fit the device
     assert routing.after_definition({"status": "running"}) == "generate"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import jinja2
 
+from agent.coverage import CPU_MAX_ELEMENTS
 from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.broadcast import broadcast_runs, count_runs
 from agent.generators.offline.lowering import Lowered, NotLowerable, lower, unsupported
@@ -69,7 +70,7 @@ class ElementwiseGenerator:
         if context["code"] is not None:
             templates["baseline"] = "baseline_code.py.j2"  # the user's own code is the reference
         files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
-        return KernelFiles(op=spec.name, files=files, config=config)
+        return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
 
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: elementwise/same-shape, /row-broadcast or /broadcast."""
@@ -108,6 +109,7 @@ class ElementwiseGenerator:
         formula = to_text(spec.expr)
         return {
             "op": spec.name,
+            "cpu_max_elements": CPU_MAX_ELEMENTS,
             "output": spec.output,
             "formula": formula,
             "schedule": config.schedule,

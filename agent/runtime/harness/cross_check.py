@@ -39,7 +39,7 @@ def run_plan(plan: dict) -> dict:
         shapes = case["shapes"]
         size = max(math.prod(s) for s in shapes.values())
         if device == "cpu" and size > plan["cpu_max_elements"]:
-            skipped.append({"shapes": shapes, "reason": "too large for the CPU interpreter"})
+            skipped.append({"kind": case["kind"], "shapes": shapes, "reason": "too large for the CPU interpreter"})
             continue
         for dtypes in plan["dtype_cases"]:
             for seed in plan["seeds"]:
