@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keyword
+import math
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -22,6 +23,10 @@ Category = Literal["elementwise", "reduction", "softmax", "norm", "scan", "loss"
 
 SUPPORTED_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 MAX_ROUNDS = 5
+
+
+# More elements than any device's memory holds (2**40: 4 TiB of float32); also keeps sizes far from overflow.
+MAX_ELEMENTS = 2**40
 
 
 class SpecError(ValueError):
@@ -55,6 +60,9 @@ class TensorSpec(BaseModel):
         for shape in shapes:
             if any(d <= 0 for d in shape):
                 raise ValueError(f"shape {shape} must list positive sizes")
+            if math.prod(shape) > MAX_ELEMENTS:
+                raise ValueError(f"shape {shape} has {math.prod(shape):.3g} elements; no device holds more than "
+                                 f"{MAX_ELEMENTS:.3g}")
         return shapes
 
 
@@ -149,6 +157,9 @@ class OpSpec(BaseModel):
         for shape in [*self.output_shapes, *(s for case in self.edge_cases for s in case.values())]:
             if not shape or any(d <= 0 for d in shape):
                 raise ValueError(f"shape {shape} must list positive sizes")
+            if math.prod(shape) > MAX_ELEMENTS:
+                raise ValueError(f"shape {shape} has {math.prod(shape):.3g} elements; no device holds more than "
+                                 f"{MAX_ELEMENTS:.3g}")
         for case in self.edge_cases:
             if set(case) != {t.name for t in self.inputs}:
                 raise ValueError(f"edge case {case} must give a shape for every input")

@@ -6,6 +6,7 @@ import ast
 import keyword
 import math
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,14 @@ class ParseError(IRError):
     """A formula the IR cannot read; the message quotes the part that failed."""
 
 
+
+def parse_python(source: str, mode: str = "exec") -> Any:  # ast.Module or ast.Expression, by mode
+    """Parse people's text as Python without the SyntaxWarnings (`3x`, `\\d`) Python prints for it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(source, mode=mode)
+
+
 def math_to_python(text: str) -> str:
     """Turn math spellings into Python syntax: `^`, `×`, `σ`, `√`, implicit products like `1.702x`."""
     text = re.sub(r"([\w)\]])\s*(?:\^\s*\{?\s*[Tt]\s*\}?|ᵀ)(?![\w])", r"\1.T", text)  # k^T, Wᵀ: a transpose
@@ -60,7 +69,7 @@ def parse_text(text: str, *, math_notation: bool = True, euler: bool = True, mac
     """
     source = math_to_python(text) if math_notation else text
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        tree = parse_python(source.strip(), mode="eval")
     except SyntaxError as exc:
         raise ParseError(f"cannot read {text.strip()!r}: {exc.msg}") from None
     value = _Reader(text.strip(), euler=euler, macros=macros).value(tree.body)

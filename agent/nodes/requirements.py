@@ -60,7 +60,7 @@ def _with_model(ctx: JobContext, job_id: int, generator: str, text: str, spec: O
                 question: str) -> dict[str, Any]:
     """Ask the model for its reading; compare it with the offline one and show a disagreement as a question."""
     assert ctx.llm is not None
-    note = spec.reading.render() if spec is not None and spec.reading else question
+    note = question if spec is None else ""  # the model reads on its own: showing ours would invite agreement
     if spec is None:
         ctx.report("requirements", f"the offline reader asks: {question.splitlines()[0][:160]}; asking {generator}")
     try:

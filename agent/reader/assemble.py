@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 from agent.catalogue import Catalogue, alias_words
@@ -22,7 +23,7 @@ from agent.reader.scan import Found
 from agent.reader.text import Ledger
 from agent.reader.vocabulary import CJK_FILLERS, FILLERS, OUTPUT_NAMES
 from agent.reading import InputReading, Reading
-from agent.spec import OpSpec, ScalarSpec, TensorSpec
+from agent.spec import MAX_ELEMENTS, OpSpec, ScalarSpec, TensorSpec
 
 _CHANNEL_NORMS = {"batch_norm", "instance_norm", "group_norm"}
 _INTEGER_USES = {"cross_entropy": 1, "nll_loss": 1, "gather": 1, "index_select": 1, "embedding": 0}
@@ -41,6 +42,11 @@ def assemble(found: Found, norm: str, catalogue: Catalogue) -> OpSpec:
                       and isinstance(i.shapes[0].dims[-1], int)), None)
         if query is not None:
             params[found.head_dim] = float(query.shapes[0].dims[-1])  # type: ignore[arg-type]
+    for name, source in found.same_shape.items():
+        if name not in infos and name in refs and source in infos and name not in params:
+            # `residual same shape as x`: declared by its likeness alone, dtype included unless said otherwise
+            infos[name] = InputInfo(name=name, dtype_from=found.same_dtype.get(name, source),
+                                    position=norm.rfind(name))  # where its likeness is said
     _name_unnamed(found, norm, infos, unnamed, refs, params, output)
     for name, source in found.same_shape.items():
         if name in infos:
@@ -234,9 +240,12 @@ def _mention_order(infos: dict[str, InputInfo], found: Found) -> list[str]:
     """Order inputs as the text first names them (not counting words of an operator's name, like bias-add)."""
     plain: list[int] = []
     depth = 0
+    # A title before a leading `:` (`bias+gelu+residual: out = …`) names the operator, not the signature.
+    title = re.match(r"\s*[^:\n]{1,60}?:(?=\s*[A-Za-z_]\w*\s*=)", found.ledger.text)
     for token in found.tokens:  # mentions inside parentheses (`linear（带 bias）`) describe, they do not list
         depth += (token.text == "(") - (token.text == ")") if token.kind == "punct" else 0
-        if token.kind == "word" and depth <= 0 and not token.extra.get("hit"):
+        in_title = title is not None and token.start < title.end()
+        if token.kind == "word" and depth <= 0 and not token.extra.get("hit") and not in_title:
             plain.append(token.start)
 
     def first(name: str) -> int:
@@ -371,6 +380,9 @@ def _infer_cases(expr: Expr, shapes: dict[str, list[list[int]]], dtypes: dict[st
                                example="shapes that fit the operation, e.g. 'x [64, 128], bias [128]'") from None
         if not isinstance(found, TensorType):
             raise SpecQuestion("the operation gives a number, not a tensor")
+        if math.prod(found.shape) > MAX_ELEMENTS:
+            raise SpecQuestion(f"the output would be {list(found.shape)}: {math.prod(found.shape):.3g} elements, more "
+                               "than any device holds; are these the shapes you meant?")
         if j == 0:
             outputs.append(found)
     return outputs

@@ -15,11 +15,11 @@ _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?[kKmM]?"
 _CONNECT = r"(?:=|:|\bin\b|∈|取值为|取值|取|为|是|\bis\b|\bof\b|\bequals?\b|=\s*\{)"
 _ALTS = rf"{_NUM}(?:\s*(?:/|\bor\b|或|、|,)\s*{_NUM})*"
 _SINGLE = re.compile(
-    rf"(?<![\w.\[])(?P<name>[A-Za-z_]\w*)\s*{_CONNECT}\s*(?P<value>\{{[^{{}}]*\}}|\[[^\[\]]*\]|{_ALTS})(?![\w.])"
+    rf"(?<![\w.\[])(?P<name>[A-Za-z_]\w*)\s*{_CONNECT}\s*(?P<value>\{{[^{{}}]*\}}|\[[^\[\]]*\]|{_ALTS})(?!\w|\.\w)"
     r"(?!\s*(?:\*\*|[-+*/^@(]))",
     re.A | re.I,
 )
-_PARAM_SETTING = re.compile(rf"(?<![\w.])(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>{_NUM})(?![\w.])")
+_PARAM_SETTING = re.compile(rf"(?<![\w.])(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>{_NUM})(?!\w|\.\w)")
 _CONSTANT = re.compile(r"(?<![\w.])(?P<name>[A-Za-z_]\w*)\s*=\s*"
                        r"(?P<expr>(?:[\d.eE+\-*/() ]|sqrt|pi|math\.)+)(?=[,;，。\n]|$)")
 # A bare `eps 1e-5` / `slope 0.2` after a known parameter word.

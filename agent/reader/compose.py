@@ -11,7 +11,7 @@ from agent.ir import registry
 from agent.ir.bind import bind
 from agent.ir.expr import Const, Expr, Node, Ref, names, ops
 from agent.ir.printer import to_text, to_torch
-from agent.ir.types import IRError, ValueType
+from agent.ir.types import IRError, TensorType, ValueType
 from agent.reader.agreement import agree
 from agent.reader.bindings import Binding
 from agent.reader.dims import ALL, DimPhrase
@@ -303,8 +303,10 @@ def _chain(scene: Scene, steps: list[list[Item]]) -> Composition:
     used: list[Hit] = []
     consumed: set[str] = set()
     numbers_used: set[int] = set()
-    for step in steps:
+    named_in = [step_operands(step)[2] for step in steps]
+    for index, step in enumerate(steps):
         hits, formulas, mentioned, numbers, _ = step_operands(step)
+        later = {n for names_of_step in named_in[index + 1:] for n in names_of_step}
         arith = [i for i in step if i.kind == "arith"]
         if arith and not hits and not formulas:
             if result is None or len(arith) != 1 or len(numbers) + len(mentioned) != 1:
@@ -336,10 +338,10 @@ def _chain(scene: Scene, steps: list[list[Item]]) -> Composition:
             numbers_used.add(next(i.start for i in step if i.kind == "number" and i.start > hit.start))
         elif result is not None and hit.entry.operand_count > 1 and not available:
             available = [n for n in scene.inputs if n not in consumed]
-            result, _, more = _apply_entry(scene, hit, available, result, consumed)
+            result, _, more = _apply_entry(scene, hit, available, result, consumed, reserved=later)
             notes += more
         else:
-            result, _, more = _apply_entry(scene, hit, available, result, consumed)
+            result, _, more = _apply_entry(scene, hit, available, result, consumed, reserved=later)
             notes += more
         used.append(hit)
     assert result is not None
@@ -370,7 +372,7 @@ def _two(entry: Entry, first: Expr, second: Expr) -> dict[str, Expr | list[Expr]
 
 
 def _apply_entry(scene: Scene, hit: Hit, available: list[str], first: Expr | None,
-                 consumed: set[str] | list[str]) -> tuple[Expr, str, list[str]]:
+                 consumed: set[str] | list[str], reserved: set[str] | None = None) -> tuple[Expr, str, list[str]]:
     """Build one catalogue operator over inputs (and a running result), with its axis and parameters."""
     entry, notes = hit.entry, []
     if first is None and entry.name in _PAIRWISE and len(available) >= 2 and not _dim_near(scene, hit):
@@ -382,7 +384,7 @@ def _apply_entry(scene: Scene, hit: Hit, available: list[str], first: Expr | Non
         raise SpecQuestion(f"{hit.text} takes one tensor but the text gives {shown}; how do they combine? Write the "
                            "formula", understood=_inputs_said(scene),
                            example=f"'out = {entry.name}({' + '.join(available)})'")
-    operands, used_inputs = bind_roles(entry, available, first)
+    operands, used_inputs = bind_roles(entry, available, first, reserved=reserved or set())
     if isinstance(consumed, set):
         consumed.update(used_inputs)
     values = dict(hit.values)
@@ -432,10 +434,19 @@ def _dims_for(scene: Scene, hit: Hit, entry: Entry, notes: list[str]) -> dict[st
         raise SpecQuestion(f"{hit.text} over which dim? The text does not say (each row, the last dim, dim=1, "
                            "or all elements)", understood=_inputs_said(scene),
                            example=f"'{hit.text} over the last dim' or '{hit.text} of all elements'")
+    if entry.dim == "last" and entry.family == "scan" and _widest_rank(scene) > 1:
+        # torch makes a scan name its dim and numpy flattens: on a matrix, either reading is a guess.
+        raise SpecQuestion(f"{hit.text} along which dim? The text does not say, and a scan of a matrix could run "
+                           "along its rows, its columns or the flattened tensor", understood=_inputs_said(scene),
+                           example=f"'{hit.text} along the last dim'")
     if entry.dim == "last":
         notes.append(f"{hit.text}: no axis given, read as the last dim (dim=-1)")
         return {"dim": -1}
     return {}
+
+
+def _widest_rank(scene: Scene) -> int:
+    return max((len(t.shape) for t in scene.types.values() if isinstance(t, TensorType)), default=0)
 
 
 def _param_example(entry: Entry) -> str:

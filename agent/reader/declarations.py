@@ -161,6 +161,8 @@ def _short_name(token: Token) -> bool:
 
 # Plural role words written before a name in a list: `the keys k and values v [..]`.
 _ROLE_WORDS = {"queries", "query", "keys", "key", "values", "weights", "biases", "inputs", "tensors"}
+_INLINE_SAME_SHAPE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*(?:is\s+|has\s+|with\s+|of\s+)?(?:the\s+)?"
+                                r"same\s+shape\s+as\s+([A-Za-z_]\w*)", re.I)
 _COPULAS = {"是", "为", "is", "are", ":"}
 
 
@@ -284,6 +286,10 @@ def _walk_forward(tokens: list[Token], k: int, catalogue: Catalogue, banned: set
 def same_as(text: str) -> tuple[dict[str, str], dict[str, str]]:
     """Return {input: source} for `same dtype as x` and `形状与 x 相同` on each input's own line."""
     shapes = _same(text, _SAME_SHAPE)
+    for m in _INLINE_SAME_SHAPE.finditer(text):  # `…, residual same shape as x`, `mask has the same shape as x`
+        owner, source = m.group(1), m.group(2)
+        if owner != source and owner.lower() not in FILLERS and owner not in shapes:
+            shapes[owner] = source
     owners = [m for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\s*:", text)]
     for previous, current in zip(owners, owners[1:], strict=False):  # `x: fp32 [512, 1024], mask: bool, same shape`
         clause = text[current.end():].split("\n")[0].split(";")[0]

@@ -142,7 +142,7 @@ def find_speedup(text: str, fields: list[FieldLine]) -> float | None:
 
 
 _ROUNDS = (
-    re.compile(rf"(?:最大)?(?:迭代|优化)?轮次\s*数?\s*(?:上限)?\s*(?::|=|为|是)?\s*{_NUM}"),
+    re.compile(rf"(?:最大)?(?:迭代|优化)?(?:轮次|轮数|次数)\s*数?\s*(?:上限)?\s*(?::|=|为|是)?\s*{_NUM}"),
     re.compile(
         rf"max(?:imum|\.)?\s*(?:number\s+of\s+)?(?:optimi[sz]ation\s+|tuning\s+|refinement\s+)?"
         rf"(?:rounds|iterations)\s*(?::|=|of|is)?\s*{_NUM}", re.I),

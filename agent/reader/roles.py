@@ -15,9 +15,13 @@ _REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "var", "std", "vector_norm
 _ELEMENTWISE_BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where"}
 
 
-def bind_roles(entry: Entry, available: list[str],
-               first: Expr | None = None) -> tuple[dict[str, Expr | list[Expr]], list[str]]:
-    """Return {role: operand} and the inputs used: `first` (a running result) takes the first role, hints the rest."""
+def bind_roles(entry: Entry, available: list[str], first: Expr | None = None,
+               reserved: set[str] | None = None) -> tuple[dict[str, Expr | list[Expr]], list[str]]:
+    """Return {role: operand} and the inputs used: `first` (a running result) takes the first role, hints the rest.
+
+    Inputs in `reserved` (named by a later step: `rms_norm, then multiply by weight`) fill no optional role.
+    """
+    reserved = reserved or set()
     chosen: dict[str, Expr | list[Expr]] = {}
     used: list[str] = []
     roles = [r for r in entry.roles if not r.many]
@@ -31,7 +35,8 @@ def bind_roles(entry: Entry, available: list[str],
     for role in roles:
         if role.name in chosen:
             continue
-        match = next((n for hint in role.hints for n in left if n.lower() == hint.lower()), None)
+        match = next((n for hint in role.hints for n in left if n.lower() == hint.lower()
+                      and not (role.optional and n in reserved)), None)
         if match is not None:
             chosen[role.name] = Ref(match)
             left.remove(match)
@@ -42,6 +47,7 @@ def bind_roles(entry: Entry, available: list[str],
         chosen[role.name] = Ref(left.pop(0))
         used.append(chosen[role.name].name)  # type: ignore[union-attr]
     optional = [r for r in roles if r.optional and r.name not in chosen]
+    left = [n for n in left if n not in reserved]
     for role in optional:
         if left:
             chosen[role.name] = Ref(left.pop(0))

@@ -29,6 +29,8 @@ _ASIDES = re.compile(r"\b(?:to\s+avoid|avoiding|against|for)\s+(?:a\s+)?division
                      r"\(\s*(?:all|each|every|elements?|entries)?\s*(?:>|>=|≥)\s*0\s*\)"
                      r"|\b(?:all|elements?|entries)\s*(?:>|>=|≥)\s*0\b|"
                      r"[(（]\s*为正\s*[)）]|\bstrictly\s+positive\b|\bnon-?negative\b|"
+                     r"\b(?:are|is|of|as|with)\s+0\s*/\s*1\b|\b0\s*/\s*1\s+(?:floats?|labels?|targets?|values?)\b|"
+                     r"\b(?:labels?|targets?)\s+(?:in|are|of)\s*\{\s*0\s*,\s*1\s*\}|取值\s*(?:为)?\s*0\s*(?:/|或)\s*1|"
                      r"\blog[\s-]?(?:概率|probabilit(?:y|ies)|probs?|space|domain)\b|log\s*概率", re.I)
 _HEAD_DIM = re.compile(r"\b(?:and\s+|with\s+)?(?P<sym>[A-Za-z_]\w{0,8})\s+(?:is\s+|=\s*|being\s+)?(?:the\s+)?"
                        r"(?:head|per-head)[\s_-]*(?:dim(?:ension)?|size)\b"
@@ -159,6 +161,13 @@ def _loose_names(catalogue: Catalogue) -> set[str]:
     return words - in_aliases - {"min", "max", "p", "order", "group", "groups", "high", "low", "lower", "upper"}
 
 
+def _claim_key(ledger: Ledger, lines: list[str], offsets: list[int], f: fl.FieldLine) -> None:
+    """Claim a field's key (`输入：`, `Description:`) and leave its value to the other finders."""
+    key_end = lines[f.line].find(f.key) + len(f.key)
+    colon = lines[f.line].find(":", key_end)
+    ledger.claim(offsets[f.line], offsets[f.line] + (colon + 1 if colon >= 0 else key_end), "field key")
+
+
 def _claim_header(found: Found, norm: str) -> None:
     """Claim task-book header lines, the name/type/output fields, and speedup, rounds and tolerance phrases."""
     ledger, lines = found.ledger, norm.split("\n")
@@ -179,11 +188,12 @@ def _claim_header(found: Found, norm: str) -> None:
                               r"(float32|fp32|float16|fp16|bfloat16|bf16)\b", f.value, re.I)
             if dtype and not re.search(r"same|相同|同\s*\w", f.value, re.I):
                 found.output_dtype = dtype_of(dtype.group(1) or dtype.group(2))
-            ledger.claim(offsets[f.line], offsets[f.line + 1 + len(f.body)] - 1, "output field")
+            if re.match(r"\s*[A-Za-z_]\w*\s*=\s*\S", f.value, re.A):  # `输出：out = relu(a + b)`: the formula is there
+                _claim_key(ledger, lines, offsets, f)
+            else:
+                ledger.claim(offsets[f.line], offsets[f.line + 1 + len(f.body)] - 1, "output field")
         elif f.kind in ("description", "inputs"):
-            key_end = lines[f.line].find(f.key) + len(f.key)
-            colon = lines[f.line].find(":", key_end)
-            ledger.claim(offsets[f.line], offsets[f.line] + (colon + 1 if colon >= 0 else key_end), "field key")
+            _claim_key(ledger, lines, offsets, f)
     task_title = taskbook.task_title(norm)
     for i, line in enumerate(lines):
         heading = re.match(r"^\s*#{1,6}\s*(.*)$", line)

@@ -13,6 +13,7 @@ from agent.reader.phrases import Hit
 _THEN_WORDS = {"then", "afterwards", "finally", "next", "thereafter", "subsequently"}
 _THEN_CJK = {"然后", "再", "之后", "最后", "接着", "随后", "再对", "后再", "然后再", "并且再", "后接", "再接", "之后接",
              "后跟", "接"}
+_AFTER_VERBS = {"做", "再", "接", "进行", "过", "求", "取", "应用", "计算", "乘", "加", "除"}
 _FIRST_WORDS = {"first", "firstly", "先", "首先"}
 _RESULT_WORDS = {"result", "it", "its", "that", "this", "output", "结果", "它", "其"}
 
@@ -45,6 +46,9 @@ def items_of(tokens: list[Token], hits: list[Hit], formulas: list[Formula], inpu
             items.append(Item("arith", token.start, token.text))  # `-> *2`, `, /2`: a step of arithmetic
         elif token.kind == "word" and low in _THEN_WORDS or token.kind == "cjk" and token.text in _THEN_CJK:
             items.append(Item("then", token.start))
+        elif token.kind == "cjk" and token.text == "后" and previous is not None and nxt is not None \
+                and nxt.text in _AFTER_VERBS:
+            items.append(Item("then", token.start))  # `x 加上 bias 后做 SiLU`: after …, do …
         elif token.kind == "word" and low == "followed" and nxt is not None and nxt.text.lower() == "by":
             items.append(Item("then", token.start))
         elif token.kind == "word" and low in ("after", "afterward") and nxt is not None and nxt.text.lower() == "that":

@@ -19,6 +19,9 @@ def normalize(text: str) -> str:
     """Turn full-width punctuation into ASCII, unify line ends, and end Chinese sentences with '. '."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_FULLWIDTH)
     text = text.replace("。", ". ")
+    # `w/ weight+bias`, `w/o bias`: shorthand for with / without, not a name followed by a division.
+    text = re.sub(r"(?<![\w./])w/o(?![\w/])", "without", text, flags=re.I)
+    text = re.sub(r"(?<![\w./])w/(?=\s*[A-Za-z\u3400-\u9fff])", "with ", text, flags=re.I)
     # Backquoted code in prose (`x`, ``F.gelu``) reads like the code inside.
     return re.sub(r"`{1,2}([^`\n]*)`{1,2}", r" \1 ", text)
 

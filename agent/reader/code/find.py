@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from agent.ir.parse import parse_python
+
 CodeKind = Literal["module", "function"]
 
 _FENCE = re.compile(r"^[ \t]*(?P<fence>```|~~~)[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
@@ -77,7 +79,7 @@ def _bare(text: str) -> CodeSource | None:
 
 def _parses(source: str) -> bool:
     try:
-        ast.parse(source)
+        parse_python(source)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -86,7 +88,7 @@ def _parses(source: str) -> bool:
 def _is_code(source: str, *, fenced: bool) -> bool:
     """Tell whether source defines a function or module (or, fenced or alone, returns a value at top level)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return fenced and bool(_DEFINES.search(source))  # the sandbox will report the syntax error with its line
     for node in tree.body:
@@ -100,7 +102,7 @@ def _is_code(source: str, *, fenced: bool) -> bool:
 def _kind(source: str) -> CodeKind:
     """Tell a module (a class deriving from something named Module) from a function."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return "module" if re.search(r"^class\s+\w+\s*\([^)]*Module\s*\)", source, re.MULTILINE) else "function"
     for node in tree.body:

@@ -101,3 +101,14 @@ def test_formula_plus_unapplied_phrase_is_not_guessed() -> None:
 
 def test_contradicting_shapes_for_one_input() -> None:
     assert "two different shapes" in _error("relu on x [4, 4]. x [8, 8] fp16")
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("huber loss of x and y, both float32 [2048, 2**56]", ["x", "more than any device holds"]),
+    ("out = x[:, None] * y[None, :], x [2**20] fp32, y [2**30] fp32", ["output would be", "more than any device"]),
+    ("relu of x [0, 5] fp32", ["size of 0", "at least 1"]),
+])
+def test_sizes_no_device_holds_or_zero_are_questions(text: str, words: list[str]) -> None:
+    with pytest.raises(SpecError) as caught:
+        read_spec(text)
+    assert all(w in str(caught.value) for w in words), str(caught.value)
