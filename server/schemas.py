@@ -36,7 +36,6 @@ def storable(text: str) -> str:
     return text
 
 
-StorableText = Annotated[str, AfterValidator(storable)]
 # The constraints sit on the string itself, so the OpenAPI schema carries the pattern inside `anyOf` too.
 ConfigLabel = Annotated[str, StringConstraints(max_length=200, pattern=CONFIG_PATTERN), AfterValidator(storable)]
 
@@ -81,32 +80,28 @@ class JobOptions(BaseModel):
         return value
 
 
+def not_blank(text: str) -> str:
+    """Refuse a spec of white space only."""
+    if not text.strip():
+        raise ValueError("must not be blank")
+    return text
+
+
+SpecText = Annotated[str, StringConstraints(min_length=1), AfterValidator(storable), AfterValidator(not_blank)]
+
+
 class JobCreate(JobOptions):
     """A job to run: the operator spec in plain language, and its options."""
 
-    spec: StorableText = Field(min_length=1, description="The operator spec, in English or Chinese.",
-                               examples=["ReLU on a float32 tensor x of shape [64, 64]"])
-
-    @field_validator("spec")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
+    spec: SpecText = Field(description="The operator spec, in English or Chinese, or PyTorch code.",
+                           examples=["ReLU on a float32 tensor x of shape [64, 64]"])
 
 
 class ReadCreate(BaseModel):
     """A spec to read without running anything: text, PyTorch code, or a task book."""
 
-    spec: StorableText = Field(min_length=1, description="The operator spec, in English or Chinese, or PyTorch code.",
-                               examples=["fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]"])
-
-    @field_validator("spec")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
+    spec: SpecText = Field(description="The operator spec, in English or Chinese, or PyTorch code.",
+                           examples=["fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]"])
 
 
 class ReadsPublic(BaseModel):

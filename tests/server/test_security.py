@@ -114,6 +114,22 @@ def _kernelgen_env(tmp_path: Path, **extra: str) -> dict[str, str]:
                   "KERNELGEN_ARTIFACT_ROOT": str(tmp_path / "jobs"), "COLUMNS": "200"} | extra
 
 
+def _serve(args: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start `kernelgen serve ARGS` (its port among them) and wait until /healthz answers on loopback."""
+    port = args[args.index("--port") + 1]
+    server = subprocess.Popen([sys.executable, "-m", "kernelgen", "serve", *args], env=env, cwd=cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz").status_code == 200:
+                return server, url
+        except httpx.TransportError:
+            assert server.poll() is None and time.monotonic() < deadline, "kernelgen serve did not start"
+            time.sleep(0.2)
+
+
 def test_serve_refuses_an_open_host_without_tokens(tmp_path: Path) -> None:
     for host_args, extra in ((["--host", "0.0.0.0"], {}), ([], {"KERNELGEN_HOST": "0.0.0.0"}),
                              (["--host", "0.0.0.0"], {"KERNELGEN_API_TOKENS": '[""]'})):
@@ -129,19 +145,8 @@ def test_serve_runs_the_api_on_loopback(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "kernelgen", "serve", "--port", str(port)],
-                              env=_kernelgen_env(tmp_path, KERNELGEN_API_TOKENS='["tok"]'), cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server, url = _serve(["--port", str(port)], _kernelgen_env(tmp_path, KERNELGEN_API_TOKENS='["tok"]'), tmp_path)
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert server.poll() is None and time.monotonic() < deadline, "kernelgen serve did not start"
-                time.sleep(0.2)
         assert httpx.get(f"{url}/jobs").status_code == 401
         with httpx.Client(base_url=url, headers={"Authorization": "Bearer tok"}, timeout=60) as client:
             job_id = submit(client, RELU)
@@ -164,18 +169,8 @@ def test_serve_opens_a_public_host_to_table_users_and_bounds_silent_connections(
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "kernelgen", "serve", "--host", "0.0.0.0", "--port", str(port)],
-                              env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server, url = _serve(["--host", "0.0.0.0", "--port", str(port)], env, tmp_path)
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert server.poll() is None and time.monotonic() < deadline, "kernelgen serve did not start"
-                time.sleep(0.2)
         assert httpx.get(f"{url}/jobs").status_code == 401
         assert httpx.get(f"{url}/jobs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
         with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
