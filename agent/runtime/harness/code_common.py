@@ -64,10 +64,9 @@ def jsonable(value: Any) -> Any:
 
 
 def write_result(path: str, result: dict) -> None:
-    """Write the result JSON and print a one-line summary."""
+    """Write the result JSON: the service reads it, never the output."""
     with open(path, "w") as handle:
         json.dump(result, handle, indent=1)
-    print(result.get("status"), result.get("message", ""))
 
 
 def argument(flag: str, default: str | None = None) -> str | None:
