@@ -99,8 +99,7 @@ def _escape(tree: ast.Module, name: str) -> str | None:
     for node in ast.walk(tree):
         where = f"{name} line {getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.Import | ast.ImportFrom):
-            roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [
-                (node.module or "").split(".")[0]]
+            roots = _import_roots(node)
             bad = sorted(set(roots) & _ESCAPE_MODULES)
             if bad:
                 return f"{where}: imports {bad[0]}: {why}"
@@ -117,6 +116,13 @@ def _escape(tree: ast.Module, name: str) -> str | None:
     return None
 
 
+def _import_roots(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Return the top-level packages an import statement loads (`os` for `import os.path`)."""
+    if isinstance(node, ast.Import):
+        return [a.name.split(".")[0] for a in node.names]
+    return [(node.module or "").split(".")[0]]
+
+
 def _os_escape(attr: str) -> bool:
     return attr in _ESCAPE_OS or attr.startswith(_ESCAPE_OS_PREFIXES)
 
@@ -128,8 +134,7 @@ def _side_effect(tree: ast.Module, name: str, op: str) -> str | None:
     for node in ast.walk(tree):
         where = f"{name} line {getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.Import | ast.ImportFrom):
-            roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [
-                (node.module or "").split(".")[0]]
+            roots = _import_roots(node)
             bad = sorted(set(roots) & _FORBIDDEN_MODULES)
             if bad:
                 return f"{where}: imports {bad[0]}, which a kernel or a reference has no use for"

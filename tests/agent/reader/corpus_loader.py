@@ -192,9 +192,7 @@ def _case(raw: Mapping[str, Any], source: str) -> Case:
         wrong = REFUSE_ONLY_KEYS & set(raw)
         if wrong:
             raise CorpusError(f"{where}: a read case has no {sorted(wrong)}")
-        reference = raw.get("reference")
-        if not isinstance(reference, str) or not reference.strip():
-            raise CorpusError(f"{where}: a read case needs a reference")
+        reference = _text(where, raw, "reference", "a read case")
         inputs = _inputs(where, raw.get("inputs"))
         params = _params(where, raw.get("params", {}), {i.name for i in inputs})
         if reference == CODE_REFERENCE and not _code_of(raw["spec"]):
@@ -204,9 +202,7 @@ def _case(raw: Mapping[str, Any], source: str) -> Case:
         wrong = READ_ONLY_KEYS & set(raw)
         if wrong:
             raise CorpusError(f"{where}: a refusal has no {sorted(wrong)}")
-        why = raw.get("why")
-        if not isinstance(why, str) or not why.strip():
-            raise CorpusError(f"{where}: a refusal needs a why")
+        why = _text(where, raw, "why", "a refusal")
         must_mention = raw.get("must_mention", [])
         if not isinstance(must_mention, list) or not all(
             isinstance(w, str) and w and w == w.lower() for w in must_mention
@@ -248,6 +244,14 @@ def _case(raw: Mapping[str, Any], source: str) -> Case:
         why=why,
         must_mention=list(must_mention),
     )
+
+
+def _text(where: str, raw: Mapping[str, Any], key: str, kind: str) -> str:
+    """Return a required non-blank string field."""
+    value = raw.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise CorpusError(f"{where}: {kind} needs a {key}")
+    return value
 
 
 def _choice(where: str, key: str, value: object, allowed: Sequence[str]) -> None:
