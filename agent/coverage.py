@@ -8,11 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agent.analysis import Analysis
+from agent.ir.edges import CPU_MAX_ELEMENTS
 from agent.runtime.devices import DeviceInfo
-
-# The Triton interpreter runs a case only up to this many elements: the accuracy template, the independent check
-# and the edge cases share it.
-CPU_MAX_ELEMENTS = 1 << 22
 
 
 class Coverage(BaseModel):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.coverage import CPU_MAX_ELEMENTS
 from agent.generators.base import KernelFiles
-from agent.ir.edges import edge_cases
+from agent.ir.edges import CPU_MAX_ELEMENTS, edge_cases
 from agent.runtime.harnesses import entry_plan, run_harness
 from agent.runtime.sandbox import SandboxResult
 from agent.runtime.spec_reference import MODULE, spec_reference_module

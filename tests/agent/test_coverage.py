@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.analysis import analyse
-from agent.coverage import CPU_MAX_ELEMENTS, coverage_of, memory_refusal, planned
+from agent.coverage import coverage_of, memory_refusal, planned
+from agent.ir.edges import CPU_MAX_ELEMENTS
 from agent.reader import read_spec
 from agent.runner import run_job
 from agent.runtime.devices import DeviceInfo, detect

@@ -13,13 +13,13 @@ from typing import Any
 
 import jinja2
 
-from agent.coverage import CPU_MAX_ELEMENTS
 from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.broadcast import broadcast_runs, count_runs
 from agent.generators.offline.lowering import Lowered, NotLowerable, lower, unsupported
 from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, ShapeFacts, Space, config_space
 from agent.generators.offline.triton_ops import HELPERS
 from agent.ir.count import flops_per_output
+from agent.ir.edges import CPU_MAX_ELEMENTS
 from agent.ir.printer import to_statements, to_text
 from agent.reader.agreement import positive_inputs
 from agent.runtime.devices import PEAKS, DeviceInfo
