@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import keyword
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -27,6 +28,20 @@ MAX_ROUNDS = 5
 
 # More elements than any device's memory holds (2**40: 4 TiB of float32); also keeps sizes far from overflow.
 MAX_ELEMENTS = 2**40
+
+
+def too_large(shape: Sequence[int]) -> str | None:
+    """Say how many elements a shape has when no device could hold them, else None."""
+    count = math.prod(shape)
+    return f"{count:.3g} elements, more than any device holds" if count > MAX_ELEMENTS else None
+
+
+def shape_problem(shape: Sequence[int]) -> str | None:
+    """Say what makes a shape impossible (an empty shape is a scalar: allowed), else None."""
+    if any(d <= 0 for d in shape):
+        return "must list positive sizes"
+    problem = too_large(shape)
+    return f"has {problem}" if problem else None
 
 
 class SpecError(ValueError):
@@ -58,11 +73,9 @@ class TensorSpec(BaseModel):
     @classmethod
     def _positive_dims(cls, shapes: list[list[int]]) -> list[list[int]]:
         for shape in shapes:
-            if any(d <= 0 for d in shape):
-                raise ValueError(f"shape {shape} must list positive sizes")
-            if math.prod(shape) > MAX_ELEMENTS:
-                raise ValueError(f"shape {shape} has {math.prod(shape):.3g} elements; no device holds more than "
-                                 f"{MAX_ELEMENTS:.3g}")
+            problem = shape_problem(shape)
+            if problem:
+                raise ValueError(f"shape {shape} {problem}")
         return shapes
 
 
@@ -155,11 +168,9 @@ class OpSpec(BaseModel):
             raise ValueError(f"give one output shape per shape case: {len(cases)} cases, "
                              f"{len(self.output_shapes)} output shapes")
         for shape in [*self.output_shapes, *(s for case in self.edge_cases for s in case.values())]:
-            if not shape or any(d <= 0 for d in shape):
-                raise ValueError(f"shape {shape} must list positive sizes")
-            if math.prod(shape) > MAX_ELEMENTS:
-                raise ValueError(f"shape {shape} has {math.prod(shape):.3g} elements; no device holds more than "
-                                 f"{MAX_ELEMENTS:.3g}")
+            problem = "must list positive sizes" if not shape else shape_problem(shape)
+            if problem:
+                raise ValueError(f"shape {shape} {problem}")
         for case in self.edge_cases:
             if set(case) != {t.name for t in self.inputs}:
                 raise ValueError(f"edge case {case} must give a shape for every input")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 import re
 
 from agent.catalogue import Catalogue, alias_words
@@ -23,7 +22,7 @@ from agent.reader.scan import Found
 from agent.reader.text import Ledger
 from agent.reader.vocabulary import CJK_FILLERS, FILLERS, OUTPUT_NAMES
 from agent.reading import InputReading, Reading
-from agent.spec import MAX_ELEMENTS, OpSpec, ScalarSpec, TensorSpec
+from agent.spec import OpSpec, ScalarSpec, TensorSpec, too_large
 
 _CHANNEL_NORMS = {"batch_norm", "instance_norm", "group_norm"}
 _INTEGER_USES = {"cross_entropy": 1, "nll_loss": 1, "gather": 1, "index_select": 1, "embedding": 0}
@@ -380,9 +379,9 @@ def _infer_cases(expr: Expr, shapes: dict[str, list[list[int]]], dtypes: dict[st
                                example="shapes that fit the operation, e.g. 'x [64, 128], bias [128]'") from None
         if not isinstance(found, TensorType):
             raise SpecQuestion("the operation gives a number, not a tensor")
-        if math.prod(found.shape) > MAX_ELEMENTS:
-            raise SpecQuestion(f"the output would be {list(found.shape)}: {math.prod(found.shape):.3g} elements, more "
-                               "than any device holds; are these the shapes you meant?")
+        problem = too_large(found.shape)
+        if problem:
+            raise SpecQuestion(f"the output would be {list(found.shape)}: {problem}; are these the shapes you meant?")
         if j == 0:
             outputs.append(found)
     return outputs

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field
 
 from agent.reader.bindings import Binding
 from agent.reader.declarations import Decl
 from agent.reader.errors import SpecQuestion
 from agent.reader.lexer import Shape
-from agent.spec import MAX_ELEMENTS
+from agent.spec import too_large
 
 
 @dataclass
@@ -93,9 +92,10 @@ def resolve_shapes(infos: list[InputInfo], bindings: dict[str, Binding]) -> dict
             for info in infos:
                 shape = info.shapes[k] if len(info.shapes) > 1 else info.shapes[0]
                 sizes = [_size(d, assignment, info.name) for d in shape.dims]
-                if math.prod(sizes) > MAX_ELEMENTS:
-                    raise SpecQuestion(f"{info.name} {sizes} has {math.prod(sizes):.3g} elements, more than any device "
-                                       "holds; is this the shape you meant?", example=f"{info.name} [1024, 1024]")
+                problem = too_large(sizes)
+                if problem:
+                    raise SpecQuestion(f"{info.name} {sizes} has {problem}; is this the shape you meant?",
+                                       example=f"{info.name} [1024, 1024]")
                 result[info.name].append(sizes)
     return {name: _collapse(shapes) for name, shapes in result.items()}
 
