@@ -15,6 +15,15 @@ from server.service import JobService
 from storage import crud
 from storage.models import Job
 
+
+def check_spec_size(spec: str, settings: Settings) -> None:
+    """Refuse (422) a spec longer than KERNELGEN_MAX_SPEC_BYTES, before anything reads it."""
+    size = len(spec.encode())
+    if size > settings.max_spec_bytes:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            f"spec: {size} bytes is more than the limit of {settings.max_spec_bytes} bytes")
+
+
 bearer = HTTPBearer(auto_error=False, description="A token of KERNELGEN_API_TOKENS or of `kernelgen users add`.")
 
 

@@ -11,7 +11,7 @@ from agent.llm.config import LlmConfigError, resolve_llm
 from agent.reader import split_tasks
 from agent.spec import OpSpec
 from agent.state import JobRequest
-from server.deps import EngineDep, JobDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep
+from server.deps import EngineDep, JobDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep, check_spec_size
 from server.devices import describe
 from server.errors import AUTH_ERRORS, CONFLICT, INPUT_ERRORS, INVALID, NOT_FOUND
 from server.redact import Redactor
@@ -40,10 +40,7 @@ def submit_job(
     body: JobCreate, response: Response, service: ServiceDep, settings: SettingsDep, principal: PrincipalDep,
 ) -> JobAccepted:
     """Queue a job for one operator spec; follow it at the returned links."""
-    size = len(body.spec.encode())
-    if size > settings.max_spec_bytes:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"spec: {size} bytes is more than the limit of {settings.max_spec_bytes} bytes")
+    check_spec_size(body.spec, settings)
     tasks = len(split_tasks(body.spec))
     if tasks > 1:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,

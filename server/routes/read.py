@@ -6,10 +6,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter
 
 from agent.reader.outcome import read_outcomes
-from server.deps import RedactorDep, SettingsDep
+from server.deps import RedactorDep, SettingsDep, check_spec_size
 from server.errors import AUTH_ERRORS, INPUT_ERRORS
 from server.schemas import ReadCreate, ReadsPublic
 
@@ -19,10 +19,7 @@ router = APIRouter(prefix="/read", tags=["read"], responses=AUTH_ERRORS)
 @router.post("", response_model=ReadsPublic, summary="Read a spec", responses=INPUT_ERRORS)
 def read(body: ReadCreate, settings: SettingsDep, redactor: RedactorDep) -> ReadsPublic:
     """Return how the spec (or each task of a task book) is understood, or the question it raises."""
-    size = len(body.spec.encode())
-    if size > settings.max_spec_bytes:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"spec: {size} bytes is more than the limit of {settings.max_spec_bytes} bytes")
+    check_spec_size(body.spec, settings)
     Path(settings.work_dir).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="read-", dir=settings.work_dir))  # code specs are traced in a sandbox here
     try:
