@@ -26,7 +26,8 @@ CASES = load_corpus()
 BAR = 0.97
 
 
-def _read(case: Case, work: Path) -> OpSpec | SpecError:
+def read_case(case: Case, work: Path) -> OpSpec | SpecError:
+    """Read a case's spec in its own folder; a question is a result too."""
     try:
         return read_spec(case.spec, work_dir=work / case.id)
     except SpecError as exc:
@@ -38,7 +39,7 @@ def readings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, OpSpec | Spe
     """Read every case once (code specs run in the sandbox, two at a time)."""
     work = tmp_path_factory.mktemp("corpus")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = pool.map(lambda c: _read(c, work), CASES)
+        results = pool.map(lambda c: read_case(c, work), CASES)
     return {case.id: result for case, result in zip(CASES, results, strict=True)}
 
 

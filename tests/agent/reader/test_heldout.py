@@ -11,22 +11,14 @@ from collections import Counter
 from pathlib import Path
 
 from corpus_loader import load_corpus
-from test_corpus import verdict
-
-from agent.reader import read_spec
-from agent.spec import OpSpec, SpecError
+from test_corpus import read_case, verdict
 
 HELD_OUT = load_corpus(Path(__file__).parent / "heldout")
 FLOOR = 0.70
 
 
 def test_held_out_specs_never_read_wrong(tmp_path: Path) -> None:
-    readings: dict[str, OpSpec | SpecError] = {}
-    for case in HELD_OUT:
-        try:
-            readings[case.id] = read_spec(case.spec, work_dir=tmp_path / case.id)
-        except SpecError as exc:
-            readings[case.id] = exc
+    readings = {case.id: read_case(case, tmp_path) for case in HELD_OUT}
     verdicts = {case.id: verdict(case, readings[case.id]) for case in HELD_OUT}
     read_cases = [c for c in HELD_OUT if c.expect == "read"]
     right = sum(verdicts[c.id] == "right" for c in read_cases)
