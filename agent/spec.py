@@ -148,8 +148,8 @@ class OpSpec(BaseModel):
     @property
     def expr(self) -> Expr:
         """Return the operator as an IR expression (parsed from the canonical formula text)."""
-        try:
-            return parse_text(self.formula)
+        try:  # the formula is to_text's output: IR text, not math (`|` is `or`, `e` is a name)
+            return parse_text(self.formula, math_notation=False, euler=False)
         except IRError as exc:
             raise ValueError(str(exc)) from exc
 

@@ -72,3 +72,14 @@ def test_every_registered_op_has_a_torch_spelling_that_runs_on_meta_tensors() ->
         assert op.torch and op.family, op.name
         assert isinstance(op.signature, tuple) and op.operands or op.name == "cat", op.name
     assert isinstance(parse_text("cat([a, b], dim=0)"), Node)
+
+
+@pytest.mark.parametrize("ir", ["where((x > 0) | (y > 0) | (z > 0), x, y)", "e * x + 1", "abs(x) * 2 ** y"])
+def test_a_spec_reads_its_stored_formula_back_unchanged(ir: str) -> None:
+    from agent.spec import OpSpec
+
+    expr = parse_text(ir, math_notation=False, euler=False)
+    inputs = sorted(names(expr))
+    spec = OpSpec(name="op", category="elementwise", formula=to_text(expr),
+                  inputs=[{"name": n, "shapes": [[4, 4]], "dtypes": ["float32"]} for n in inputs])
+    assert spec.expr == expr  # `|` stays `or`, `e` stays a name
