@@ -50,7 +50,7 @@ def unsupported(expr: Expr) -> list[str]:
             reason = UNSUPPORTED_REASON.get(op.family, f"{op.family} ops are not offline yet")
             found.append(f"{to_text(e)} ({e.op}: {reason})")
             return
-        if e.op == "pow" and not _number(e.args[1]) and not isinstance(e.args[1], (Ref, Node)):
+        if e.op == "pow" and _number(e.args[1]) is None and not isinstance(e.args[1], (Ref, Node)):
             found.append(f"{to_text(e)} (pow: the exponent must be a number or a tensor)")
         for a in e.args:
             visit(a, False)
@@ -126,18 +126,22 @@ def _apply(node: Node, args: list[str], lowered: Lowered) -> str:
 
 
 def _power(node: Node, args: list[str], lowered: Lowered) -> str:
-    """Integer powers as products, ±0.5 as square roots, others as exp(y·log x)."""
+    """Small integer powers as products, other integers through |x| with the sign put back, ±0.5 as square roots,
+    the rest as exp(y·log x) (NaN for a negative base, as in PyTorch)."""
     exponent = _number(node.args[1])
     base = args[0]
-    if exponent is not None and exponent == int(exponent) and 0 < abs(exponent) <= 8:
+    if exponent == 0:
+        return f"tl.full({base}.shape, 1.0, tl.float32)"
+    if exponent is not None and exponent == int(exponent) and abs(exponent) <= 8:
         product = " * ".join([base] * int(abs(exponent)))
         return f"({product})" if exponent > 0 else f"(1.0 / ({product}))"
+    if exponent is not None and exponent == int(exponent):  # x ** 10 of a negative x is real: no log of it
+        magnitude = f"tl.exp({exponent:g} * tl.log(tl.abs({base})))"
+        return f"tl.where({base} < 0, -{magnitude}, {magnitude})" if int(exponent) % 2 else magnitude
     if exponent == 0.5:
         return f"tl.sqrt({base})"
     if exponent == -0.5:
         return f"tl.rsqrt({base})"
-    if exponent == 0:
-        return f"tl.full({base}.shape, 1.0, tl.float32)"
     return f"tl.exp({args[1]} * tl.log({base}))"
 
 

@@ -30,7 +30,8 @@ FORMULAS = [f"{n}(x)" for n in UNARY] + [
     "leaky_relu(x, negative_slope=0.2)", "gelu(x, approximate='tanh')", "softplus(x, beta=2.0, threshold=3.0)",
     "elu(x, alpha=0.5)", "hardtanh(x, min_val=-0.5, max_val=0.25)", "clamp(x, min=0.0)", "clamp(x, max=0.5)",
     "clamp(x, min=-1.0, max=1.0)", "x + y", "x - y", "x * y", "x / y", "maximum(x, y)", "minimum(x, y)",
-    "x ** 3", "x ** -2", "x ** 0.5", "y ** 1.5", "where(x > y, x, 0.1 * y)", "where(x <= 0.0, -x, x * 2.0)",
+    "x ** 3", "x ** -2", "x ** 10", "x ** -9", "x ** 0",
+    "x ** 0.5", "y ** 1.5", "where(x > y, x, 0.1 * y)", "where(x <= 0.0, -x, x * 2.0)",
     "cast(x, dtype='float16')", "cast(relu(x), dtype='bfloat16')", "x * alpha + y", "logical_not(x > 0.0)",
 ]
 
