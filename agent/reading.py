@@ -48,8 +48,6 @@ class Reading(BaseModel):
     max_rounds: int | None = None
     notes: list[str] = Field(default=[], description="What was assumed or checked while reading.")
     ignored: list[str] = Field(default=[], description="Text the reading did not use.")
-    offline: str = Field(default="", description="Whether the offline generator writes this operator, and if not why.")
-    disagreement: str = Field(default="", description="How the offline and the model's readings differ, if they do.")
     code: CodeSpec | None = Field(default=None, description="The user's code, when the spec is code.")
 
     def render(self) -> str:
@@ -70,10 +68,6 @@ class Reading(BaseModel):
             [f"at most {self.max_rounds} rounds"] if self.max_rounds else [])
         lines.append(f"  {', '.join(facts)}")
         lines += [f"  note: {n}" for n in self.notes]
-        if self.disagreement:
-            lines.append(f"  disagreement: {self.disagreement}")
         if self.ignored:
             lines.append(f"  not used: {'; '.join(repr(i) for i in self.ignored)}")
-        if self.offline:
-            lines.append(f"  offline generator: {self.offline}")
         return "\n".join(lines)

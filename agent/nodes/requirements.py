@@ -103,7 +103,10 @@ def _with_overrides(spec: OpSpec, rounds: int | None, target: float | None) -> O
         updates["max_rounds"] = max(1, min(rounds, 5))
     if target is not None:
         updates["target_speedup"] = target
-    return spec.model_validate(spec.model_dump() | updates) if updates else spec
+    if not updates:
+        return spec
+    reading = spec.reading.model_copy(update=updates) if spec.reading else None  # the block shows what will run
+    return spec.model_validate(spec.model_dump() | updates | {"reading": reading})
 
 
 def _reject(ctx: JobContext, job_id: int, message: str) -> dict[str, Any]:
