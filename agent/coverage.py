@@ -71,10 +71,9 @@ def memory_refusal(analysis: Analysis, device: DeviceInfo) -> str | None:
     needed = largest.bytes_read + largest.bytes_written
     if needed <= device.memory_bytes:
         return None
-    shapes = ", ".join(f"{name} {list(shape)}" for name, shape in largest.shapes.items())
-    return (f"the tensors of the case {shapes} (output {list(largest.out_shape)}) need {_bytes(needed)}, more than "
-            f"the {_bytes(device.memory_bytes)} of {device.name}; no kernel can be checked or timed at this size "
-            "here. Give shapes that fit, or run on a device with more memory.")
+    return (f"the tensors of the case {_shown(largest.shapes)} (output {list(largest.out_shape)}) need "
+            f"{_bytes(needed)}, more than the {_bytes(device.memory_bytes)} of {device.name}; no kernel can be "
+            "checked or timed at this size here. Give shapes that fit, or run on a device with more memory.")
 
 
 def _key(shapes: dict[str, list[int]]) -> str:
