@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from agent.generators.base import Generator
-from agent.generators.offline.elementwise import ElementwiseGenerator
+from agent.generators.offline.dispatch import OfflineGenerator
 from agent.llm.client import LlmClient
 
 
@@ -28,7 +28,7 @@ class JobContext:
     accuracy_timeout_s: float = 900.0
     performance_timeout_s: float = 900.0
     profile_timeout_s: float = 300.0
-    generator: Generator = field(default_factory=ElementwiseGenerator)
+    generator: Generator = field(default_factory=OfflineGenerator)
     report: Callable[[str, str], None] = _quiet
     # Held while timing or profiling: one measuring job per accelerator (the service shares one lock).
     measure_lock: AbstractContextManager[object] = field(default_factory=threading.Lock)

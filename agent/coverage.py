@@ -48,19 +48,19 @@ def coverage_of(accuracy: dict[str, Any]) -> Coverage:
                     edge_cases=edges)
 
 
-def planned(analysis: Analysis, device: DeviceInfo) -> str:
-    """Say before any run which spec shapes the verdict will cover on this device."""
+def planned(analysis: Analysis, device: DeviceInfo, max_elements: int = CPU_MAX_ELEMENTS) -> str:
+    """Say before any run which spec shapes the verdict will cover on this device (interpreter cap `max_elements`)."""
     if device.kind != "cpu":
         return f"every spec shape runs on {device.name}, beside odd-shape cases that exercise the masks"
     large = list({_key(c.shapes): c.shapes for c in analysis.cases
-                  if max([math.prod(c.out_shape), *(math.prod(s) for s in c.shapes.values())]) > CPU_MAX_ELEMENTS
+                  if max([math.prod(c.out_shape), *(math.prod(s) for s in c.shapes.values())]) > max_elements
                   }.values())
     if not large:
         return "every spec shape runs in the Triton interpreter, beside odd-shape cases that exercise the masks"
     shown = "; ".join(_shown(s) for s in large[:3]) + (" ..." if len(large) > 3 else "")
-    return (f"on the CPU interpreter, cases above {CPU_MAX_ELEMENTS:,} elements do not run: {shown} will not be "
+    return (f"on the CPU interpreter, cases above {max_elements:,} elements do not run: {shown} will not be "
             "checked here, so a pass is reported as verified on reduced shapes (the odd-shape cases carry it). "
-            "Run on an accelerator to check them.")
+            "Run on an accelerator to check them")
 
 
 def memory_refusal(analysis: Analysis, device: DeviceInfo) -> str | None:

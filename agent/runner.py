@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from agent.context import JobContext
+from agent.generators.offline.dispatch import OfflineGenerator
 from agent.graph import build_graph
 from agent.llm.client import LlmCall, LlmClient
 from agent.llm.config import resolve_llm
@@ -34,7 +35,8 @@ def job_context(
     return JobContext(
         engine=engine, work_dir=settings.work_dir, accuracy_timeout_s=settings.accuracy_timeout_s,
         performance_timeout_s=settings.performance_timeout_s, profile_timeout_s=settings.profile_timeout_s,
-        report=report, llm=LlmClient(config, record) if config is not None else None, **extra,
+        report=report, llm=LlmClient(config, record) if config is not None else None,
+        generator=OfflineGenerator(settings.offline_engines), **extra,
     )
 
 

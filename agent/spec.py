@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import math
 from collections.abc import Sequence
@@ -9,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from agent.ir.edges import edge_cases
 from agent.ir.expr import Expr, names
 from agent.ir.infer import infer
 from agent.ir.parse import parse_text
@@ -42,6 +44,16 @@ def shape_problem(shape: Sequence[int]) -> str | None:
         return "must list positive sizes"
     problem = too_large(shape)
     return f"has {problem}" if problem else None
+
+
+BUILTIN_NAMES = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+
+
+def safe_name(name: str) -> str:
+    """Return an operator name that shadows no Python builtin (`sum` -> `reduce_sum`, `abs` -> `abs_op`)."""
+    if name not in BUILTIN_NAMES:
+        return name
+    return f"reduce_{name}" if name in ("sum", "max", "min", "all", "any") else f"{name}_op"
 
 
 class SpecError(ValueError):
@@ -111,6 +123,14 @@ class OpSpec(BaseModel):
     def _identifier(cls, value: str) -> str:
         if not value.isidentifier() or keyword.iskeyword(value):
             raise ValueError(f"{value!r} is not a Python identifier")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _not_builtin(cls, value: str) -> str:
+        if value in BUILTIN_NAMES:
+            # The generated files define a function of this name beside code that calls the builtin.
+            raise ValueError(f"{value!r} shadows a Python builtin the generated files use; call it {safe_name(value)}")
         return value
 
     @model_validator(mode="after")
@@ -205,6 +225,13 @@ class OpSpec(BaseModel):
         if not isinstance(found, TensorType):
             raise SpecError("the operator gives a number, not a tensor")
         return found
+
+    def odd_shape_cases(self) -> list[dict[str, list[int]]]:
+        """Return the IR's odd-shape cases for this spec; sizes a code spec's module parameters were built at stay."""
+        code = self.reading.code if self.reading else None
+        fixed = {d for t in self.inputs if code and t.name in code.parameters for shape in t.shapes for d in shape}
+        return edge_cases(self.expr, self.shape_cases()[0], self.dtype_cases()[0],
+                          {p.name: p.value for p in self.params}, fixed=fixed)
 
     def dtype_cases(self) -> list[dict[str, str]]:
         """Return one {input: dtype} mapping per dtype variant the spec lists."""

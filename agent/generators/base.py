@@ -13,13 +13,17 @@ from agent.spec import OpSpec
 FILE_ROLES = ("triton", "baseline", "accuracy", "performance")
 
 # How the kernel maps work to programs. Switching schedule rewrites the kernel body: a logic edit.
-Schedule = Literal["flat", "rows", "persistent"]
+Schedule = Literal["flat", "rows", "persistent", "whole_row", "looped_row"]
 SCHEDULE_NOTES: dict[str, str] = {
     "flat": "1-D grid, one contiguous tile of BLOCK_SIZE elements per program",
     "rows": "2-D tiles of BLOCK_M x BLOCK_N over [rows, last dim], walked on a 1-D grid; row-broadcast "
             "inputs are loaded once per tile and kept in cache (evict_last)",
     "persistent": "a fixed grid of PROGRAMS_PER_SM programs per SM, each looping grid-stride over "
                   "tiles of BLOCK_SIZE elements (NUM_STAGES pipelines the loop)",
+    "whole_row": "BLOCK_M rows per program, each row held whole in registers: one read of the input, every "
+                 "reduction and the output in one pass",
+    "looped_row": "BLOCK_M rows per program, walked in chunks of BLOCK_K: one loop per level of nested "
+                  "reductions, then a loop that writes the output (rows of any length)",
 }
 
 
@@ -27,8 +31,8 @@ class LaunchConfig(BaseModel):
     """A schedule and its tunable launch parameters (a parameter edit changes only the parameters)."""
 
     schedule: Schedule = "flat"
-    block_size: int = 1024  # flat, persistent: elements per tile; rows: BLOCK_N, columns per tile
-    block_m: int = 1  # rows: rows per tile
+    block_size: int = 1024  # flat, persistent: elements per tile; rows: BLOCK_N; looped_row: BLOCK_K, chunk length
+    block_m: int = 1  # rows, whole_row, looped_row: rows per tile
     num_warps: int = 4
     num_stages: int = 1  # persistent: software-pipelining depth of the tile loop
     programs_per_sm: int = 4  # persistent: programs launched per streaming multiprocessor
@@ -37,6 +41,10 @@ class LaunchConfig(BaseModel):
         """Return the module constants of `_triton.py` that hold this configuration."""
         if self.schedule == "rows":
             return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_size, "NUM_WARPS": self.num_warps}
+        if self.schedule == "whole_row":
+            return {"BLOCK_M": self.block_m, "NUM_WARPS": self.num_warps}
+        if self.schedule == "looped_row":
+            return {"BLOCK_M": self.block_m, "BLOCK_K": self.block_size, "NUM_WARPS": self.num_warps}
         if self.schedule == "persistent":
             return {"BLOCK_SIZE": self.block_size, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages,
                     "PROGRAMS_PER_SM": self.programs_per_sm}
@@ -49,7 +57,7 @@ class LaunchConfig(BaseModel):
     @classmethod
     def from_constants(cls, schedule: Schedule, constants: dict[str, int]) -> LaunchConfig:
         """Rebuild a configuration from its schedule and module constants."""
-        block = constants.get("BLOCK_N" if schedule == "rows" else "BLOCK_SIZE", 1024)
+        block = constants.get({"rows": "BLOCK_N", "looped_row": "BLOCK_K"}.get(schedule, "BLOCK_SIZE"), 1024)
         return cls(
             schedule=schedule, block_size=block, block_m=constants.get("BLOCK_M", 1),
             num_warps=constants.get("NUM_WARPS", 4), num_stages=constants.get("NUM_STAGES", 1),
@@ -115,6 +123,10 @@ class Generator(Protocol):
 
     def category(self, spec: OpSpec) -> str:
         """Name the op category that optimization patterns are filed under."""
+        ...
+
+    def interpreter_max_elements(self, spec: OpSpec) -> int:
+        """Return the largest case, in output elements, that the Triton interpreter checks for the spec's kernel."""
         ...
 
     def schedules(self, spec: OpSpec) -> list[Schedule]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 
 from agent.ir.expr import Expr
 from agent.ir.infer import infer
@@ -17,9 +18,9 @@ CPU_MAX_ELEMENTS = 1 << 22
 
 
 def edge_cases(expr: Expr, case: dict[str, list[int]], dtypes: dict[str, str], params: dict[str, float],
-               limit: int = 4) -> list[dict[str, list[int]]]:
-    """Return up to `limit` shape cases with odd sizes that the operator still accepts."""
-    sizes = sorted({d for shape in case.values() for d in shape if d > 1}, reverse=True)
+               limit: int = 4, fixed: Collection[int] = ()) -> list[dict[str, list[int]]]:
+    """Return up to `limit` shape cases with odd sizes that the operator still accepts (`fixed` sizes stay)."""
+    sizes = sorted({d for shape in case.values() for d in shape if d > 1 and d not in fixed}, reverse=True)
     found: list[dict[str, list[int]]] = []
     for pattern in _PATTERNS:
         cycle = itertools.cycle(pattern)

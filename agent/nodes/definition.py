@@ -11,6 +11,7 @@ from agent.context import JobContext
 from agent.coverage import memory_refusal, planned
 from agent.diagnosis import PatternHint
 from agent.documents import render
+from agent.generators.base import SCHEDULE_NOTES
 from agent.llm.authoring import write_definition
 from agent.llm.client import LlmError
 from agent.output import write_artifact
@@ -32,9 +33,10 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     if too_big is not None:  # refused before anything is written or run, with the figure
         ctx.report("definition", too_big)
         return {"status": "rejected", "message": too_big, "device": device}
-    coverage = planned(analysis, device)
     out_shapes = ", ".join(dict.fromkeys(str(c.out_shape) for c in analysis.cases))
     refusal = ctx.generator.refusal(spec)
+    coverage = planned(analysis, device) if refusal is not None else planned(
+        analysis, device, ctx.generator.interpreter_max_elements(spec))
     if refusal is not None and ctx.llm is not None:
         try:
             reply = write_definition(ctx.llm, spec, device, _figures(analysis))
@@ -46,10 +48,11 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
                       request_text=request.spec_text.strip(), out_shapes=out_shapes, model=ctx.llm.config.model,
                       coverage=coverage)
     else:
-        config = request.initial_config or ctx.generator.default_config(spec, "flat", device)
+        config = request.initial_config or (
+            ctx.generator.default_config(spec, ctx.generator.schedules(spec)[0], device) if refusal is None else None)
         text = render("definition.md.j2", spec=spec, device=device, analysis=analysis, refusal=refusal,
                       request_text=request.spec_text.strip(), config=config, out_shapes=out_shapes,
-                      coverage=coverage)
+                      coverage=coverage, schedule_notes=SCHEDULE_NOTES)
     write_artifact(ctx.engine, state["job_id"], state["out_dir"], "definition.md", text)
     worst = max(analysis.cases, key=lambda c: c.bound_ms)
     ctx.report("definition", f"{device.kind} ({device.name}); {worst.bound}-bound, largest case bound "

@@ -30,7 +30,7 @@ def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     if config is None:
         config, reason = _best_known(state, set(ctx.generator.schedules(spec)))
     if config is None:
-        config = ctx.generator.default_config(spec, "flat", state["device"])
+        config = ctx.generator.default_config(spec, ctx.generator.schedules(spec)[0], state["device"])
         reason = "first version from the offline generator at its default configuration"
     if ctx.llm is not None:
         reason += "; the offline kernel is the LLM's starting point for later rounds"

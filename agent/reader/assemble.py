@@ -11,23 +11,30 @@ from agent.ir.expr import Const, Expr, Node, Ref, names, walk
 from agent.ir.family import family_of
 from agent.ir.infer import infer
 from agent.ir.printer import to_statements, to_text
-from agent.ir.types import FLOAT_DTYPES, IRError, ScalarType, TensorType, ValueType
-from agent.reader.compose import Composition, Scene, compose, dedupe
+from agent.ir.types import IRError, ScalarType, TensorType, ValueType
+from agent.reader.compose import compose
+from agent.reader.dedupe import dedupe
 from agent.reader.errors import SpecQuestion
 from agent.reader.inputs import InputInfo, merge, resolve_shapes
 from agent.reader.lexer import tokenize
 from agent.reader.phrases import Hit, find_hits, read_values
 from agent.reader.roles import align_vectors, keep_reduced_dims
 from agent.reader.scan import Found
+from agent.reader.scene import Composition, Scene
+from agent.reader.signature import (
+    first_case_types,
+    input_dtypes,
+    integer_dtypes,
+    mention_order,
+    name_unnamed,
+    signature_order,
+)
 from agent.reader.text import Ledger
 from agent.reader.vocabulary import CJK_FILLERS, FILLERS, OUTPUT_NAMES
 from agent.reading import InputReading, Reading
-from agent.spec import OpSpec, ScalarSpec, TensorSpec, too_large
+from agent.spec import OpSpec, ScalarSpec, TensorSpec, safe_name, too_large
 
 _CHANNEL_NORMS = {"batch_norm", "instance_norm", "group_norm"}
-_INTEGER_USES = {"cross_entropy": 1, "nll_loss": 1, "gather": 1, "index_select": 1, "embedding": 0}
-
-
 def assemble(found: Found, norm: str, catalogue: Catalogue) -> OpSpec:
     """Build the OpSpec and its Reading from everything the passes found."""
     notes: list[str] = _check_definitions(found)
@@ -46,21 +53,22 @@ def assemble(found: Found, norm: str, catalogue: Catalogue) -> OpSpec:
             # `residual same shape as x`: declared by its likeness alone, dtype included unless said otherwise
             infos[name] = InputInfo(name=name, dtype_from=found.same_dtype.get(name, source),
                                     position=norm.rfind(name))  # where its likeness is said
-    _name_unnamed(found, norm, infos, unnamed, refs, params, output)
+    name_unnamed(found, norm, infos, unnamed, refs, params, output)
     for name, source in found.same_shape.items():
         if name in infos:
             infos[name].shape_from = source
-    order = _mention_order(infos, found)
+    order = mention_order(infos, found)
     bullets = [n for d in found.decls if d.notes == ["bullet"] for n in d.names if n in infos]
     if bullets and set(bullets) == set(order):
         order = list(dict.fromkeys(bullets))  # a task book's input list is the signature
     ordered = [infos[n] for n in order]
     shapes = resolve_shapes(ordered, found.bindings)
-    dtypes = _dtypes(found, ordered)
-    types = _types(shapes, dtypes, params)
+    dtypes = input_dtypes(found, ordered)
+    types = first_case_types(shapes, dtypes, params)
     label = _label(found, catalogue)
-    found.hits = dedupe(found.hits, Scene(norm, found.tokens, order, found.bindings, found.formulas, found.hits,
-                                          found.dims, found.keepdim, found.fused, types, label))
+    scene = Scene(norm, found.tokens, order, found.bindings, found.formulas, found.hits, found.dims, found.keepdim,
+                  found.fused, types, label, found.output_dtype, found.unknown)
+    found.hits = scene.hits = dedupe(found.hits, scene)
     mentioned = found.hits + ([label] if label else [])
     cue = found.cue or ("channel" if any(h.entry.name in _CHANNEL_NORMS for h in mentioned)
                         else None)
@@ -72,20 +80,18 @@ def assemble(found: Found, norm: str, catalogue: Catalogue) -> OpSpec:
         expr_in, aligned_in = align_vectors(expr_in, types, cue)
         formula.expr, kept = keep_reduced_dims(expr_in, types)
         notes += aligned_in + kept
-    scene = Scene(norm, found.tokens, order, found.bindings, found.formulas, found.hits, found.dims, found.keepdim,
-                  found.fused, types, label, found.output_dtype, found.unknown)
     composition = compose(scene)
     expr, notes = composition.expr, notes + list(composition.notes)
     expr, aligned = align_vectors(expr, types, cue)
     notes += aligned
     _check_used(found, composition, order, expr, label)
-    order = _signature_order(expr, order)
-    dtypes = _integer_dtypes(expr, dtypes, found)
+    order = signature_order(expr, order)
+    dtypes = integer_dtypes(expr, dtypes, found)
     expr, cast_note = _output_dtype(expr, found, shapes, dtypes, params)
     notes += cast_note + _default_scale(expr, shapes)
     expr = _drop_default_scale(expr, shapes)
     out_types = _infer_cases(expr, shapes, dtypes, params)
-    name = _op_name(found, composition)
+    name = safe_name(_op_name(found, composition))
     named = name != composition.name
     out_name = output if output and output not in infos and output.isidentifier() else "out"
     used_params = {n: v for n, v in params.items() if n in names(expr)}
@@ -174,123 +180,6 @@ def _times_as_matmul(expr: Expr, types: dict[str, ValueType], found: Found) -> E
     return transform(expr, fix)
 
 
-def _name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: list, refs: list[str],
-                  params: dict[str, float], output: str | None) -> None:
-    """Give a shape written without a name to the one name the formula or the text leaves without a shape."""
-    missing = [n for n in refs if n not in infos and n not in params and n != output]
-    if len(unnamed) == 1 and unnamed[0].shared and missing:
-        for name in missing:  # `out = x + residual, both [16, 2048, 1024]`
-            infos[name] = InputInfo(name, list(unnamed[0].shapes), list(unnamed[0].dtypes), position=unnamed[0].start)
-        return
-    if unnamed and len(missing) == len(unnamed) == 1:
-        infos[missing[0]] = InputInfo(missing[0], list(unnamed[0].shapes), list(unnamed[0].dtypes),
-                                      position=unnamed[0].start)
-        return
-    if missing:
-        first = missing[0]
-        raise SpecQuestion(f"the formula uses {', '.join(missing)}, which has no shape or value; what is it?",
-                           understood=_said(infos), example=f"'{first} [1024, 1024]' or '{first} = 0.5'")
-    if not unnamed:
-        if not infos:
-            raise SpecQuestion("no input shape was found; what shape does each input have?",
-                               understood=_ops_said(found), example="'x [1024, 1024]' or '形状 [1024, 1024]'")
-        return
-    if len(unnamed) == 1 and not infos:
-        subject = _subject(norm, found)
-        infos[subject] = InputInfo(subject, list(unnamed[0].shapes), list(unnamed[0].dtypes), position=unnamed[0].start)
-        return
-    shown = ", ".join(str([list(s.dims) for s in d.shapes]) for d in unnamed)
-    raise SpecQuestion(f"the text gives the shape {shown} without saying which input it belongs to; whose shape is it?",
-                       understood=_said(infos), example="'y [1024, 1024]'")
-
-
-def _subject(norm: str, found: Found) -> str:
-    """Return the single input named after `on/of/to/对` (`exp on x, a 128x256 matrix`), else `x`."""
-    masked = found.ledger.masked()
-    candidates = re.findall(r"(?:\bon|\bof|\bto|\bfor|对|把|将)\s+([A-Za-z_]\w{0,15})\b", masked)
-    from agent.reader.vocabulary import NOT_NAMES
-
-    plausible = [c for c in dict.fromkeys(candidates) if c.lower() not in NOT_NAMES and len(c) <= 8]
-    return plausible[0] if len(plausible) == 1 else "x"
-
-
-def _said(infos: dict[str, InputInfo]) -> str:
-    shown = [f"{n} {' or '.join(str(list(s.dims)) for s in i.shapes) or 'without a shape'}" for n, i in infos.items()]
-    return "inputs: " + (", ".join(shown) or "none")
-
-
-def _ops_said(found: Found) -> str:
-    """Say what was understood when no input has a shape: the op, the names and dtypes the text mentions."""
-    ops = ", ".join(dict.fromkeys(h.entry.name for h in found.hits)) or "none recognised"
-    formulas = "; ".join(f.text for f in found.formulas)
-    from agent.catalogue import load_catalogue
-    from agent.reader.declarations import is_name
-
-    catalogue = load_catalogue()
-    mentioned = list(dict.fromkeys(t.text for k, t in enumerate(found.tokens)
-                                   if t.kind == "word" and is_name(found.tokens, k, catalogue, set())))
-    dtypes = list(dict.fromkeys(t.value for t in found.tokens if t.kind == "dtype"))
-    return (f"op: {ops}" + (f"; formula: {formulas}" if formulas else "")
-            + (f"; names: {', '.join(mentioned[:6])}" if mentioned else "")
-            + (f"; dtypes: {', '.join(dtypes)}" if dtypes else ""))
-
-
-def _mention_order(infos: dict[str, InputInfo], found: Found) -> list[str]:
-    """Order inputs as the text first names them (not counting words of an operator's name, like bias-add)."""
-    plain: list[int] = []
-    depth = 0
-    # A title before a leading `:` (`bias+gelu+residual: out = …`) names the operator, not the signature.
-    title = re.match(r"\s*[^:\n]{1,60}?:(?=\s*[A-Za-z_]\w*\s*=)", found.ledger.text)
-    for token in found.tokens:  # mentions inside parentheses (`linear（带 bias）`) describe, they do not list
-        depth += (token.text == "(") - (token.text == ")") if token.kind == "punct" else 0
-        in_title = title is not None and token.start < title.end()
-        if token.kind == "word" and depth <= 0 and not token.extra.get("hit") and not in_title:
-            plain.append(token.start)
-
-    def first(name: str) -> int:
-        words = [t.start for t in found.tokens if t.kind == "word" and t.text == name and t.start in plain]
-        return min([infos[name].position, *words])
-
-    return sorted(infos, key=first)
-
-
-def _signature_order(expr: Expr, order: list[str]) -> list[str]:
-    """Order the inputs of one normalization as its PyTorch signature does: the data, then weight and bias."""
-    from agent.ir import registry
-
-    root = expr.args[0] if isinstance(expr, Node) and expr.op == "cast" else expr
-    if not isinstance(root, Node) or registry.get(root.op).family != "norm":
-        return order
-    direct = [a.name for a in root.args if isinstance(a, Ref)]
-    if sorted(direct) != sorted(order):
-        return order
-    return direct
-
-
-def _dtypes(found: Found, ordered: list[InputInfo]) -> dict[str, list[str]]:
-    """Give each input its own dtypes, else those of `same dtype as`, the text's loose dtypes, or another input's."""
-    own = {i.name: [d for d in i.dtypes] for i in ordered}
-    loose = [d for d in found.loose_dtypes if d in FLOAT_DTYPES]
-    first_float = next((d for d in own.values() if d and all(x in FLOAT_DTYPES for x in d)), None)
-    result: dict[str, list[str]] = {}
-    for info in ordered:
-        source = found.same_dtype.get(info.name)
-        result[info.name] = own[info.name] or (own.get(source, []) if source else []) or loose or first_float or [
-            "float32"]
-    counts = {len(v) for v in result.values() if len(v) > 1}
-    if len(counts) > 1:
-        raise SpecQuestion("inputs list different numbers of dtypes; dtype case k takes the k-th dtype of each",
-                           example="'x and y float16 / bfloat16'")
-    return result
-
-
-def _types(shapes: dict[str, list[list[int]]], dtypes: dict[str, list[str]],
-           params: dict[str, float]) -> dict[str, ValueType]:
-    types: dict[str, ValueType] = {n: TensorType(dtypes[n][0], tuple(shapes[n][0])) for n in shapes}
-    types.update({n: ScalarType(v) for n, v in params.items()})
-    return types
-
-
 def _label(found: Found, catalogue: Catalogue) -> Hit | None:
     """Read the operator a name field, heading or `NAME:` prefix names (`gelu_tanh`, `偏置加法：x ...`)."""
     text = found.label_text.strip()
@@ -338,22 +227,6 @@ def _check_used(found: Found, composition: Composition, order: list[str], expr: 
         listed = ", ".join(dict.fromkeys(h.text for h in left))
         raise SpecQuestion(f"the text also names {listed}, which the reading ({to_text(expr)}) does not apply; where "
                            "does it go?", example=f"'first ..., then {left[0].text}' or a formula")
-
-
-def _integer_dtypes(expr: Expr, dtypes: dict[str, list[str]], found: Found) -> dict[str, list[str]]:
-    """Give class targets and indices int64 and where-conditions bool, unless the text gave their dtype."""
-    stated = {n for d in found.decls for n in d.names if d.dtypes}
-    result = dict(dtypes)
-    for e in walk(expr):
-        if isinstance(e, Node) and e.op in _INTEGER_USES and len(e.args) > _INTEGER_USES[e.op]:
-            index = e.args[_INTEGER_USES[e.op]]
-            if isinstance(index, Ref) and index.name in result and (
-                    index.name not in stated or any(d in FLOAT_DTYPES for d in result[index.name])):
-                result[index.name] = ["int64"]
-        if isinstance(e, Node) and e.op == "where" and isinstance(e.args[0], Ref) and e.args[0].name in result:
-            if e.args[0].name not in stated:
-                result[e.args[0].name] = ["bool"]
-    return result
 
 
 def _infer_cases(expr: Expr, shapes: dict[str, list[list[int]]], dtypes: dict[str, list[str]],

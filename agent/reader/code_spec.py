@@ -17,7 +17,7 @@ from agent.reader.scan import scan_text
 from agent.reader.text import normalize
 from agent.reader.vocabulary import dtype_of
 from agent.reading import CodeSpec, InputReading, Reading
-from agent.spec import OpSpec, TensorSpec
+from agent.spec import OpSpec, TensorSpec, safe_name
 
 
 def read_code_spec(code: CodeSource, work_dir: Path | None) -> OpSpec:
@@ -70,7 +70,7 @@ def _spec(reading: CodeReading, prose: str, dtype: str | None) -> OpSpec:
         output_shapes=[list(o.shape) for o in outputs], output_dtype=outputs[0].dtype,
         notes=[*notes, "your code is the reference: the generated baseline runs it, and the reading was checked "
                f"against it on 3 random inputs (max abs error {reading.max_abs_error:.1e})"],
-        code=CodeSpec(source=reading.source, entry=reading.entry, kind=reading.kind,
+        code=CodeSpec(source=reading.runnable or reading.source, entry=reading.entry, kind=reading.kind,
                       init_args=list(reading.init_args), parameters=dict(reading.parameters)),
     )
     extra: dict[str, object] = {}
@@ -85,10 +85,10 @@ def _spec(reading: CodeReading, prose: str, dtype: str | None) -> OpSpec:
 def _name(reading: CodeReading) -> str:
     """Name the operator after the function, or after what the module's ops do (`Model` says nothing)."""
     if reading.kind == "function" and re.fullmatch(r"[a-z_][a-z0-9_]*", reading.entry):
-        return reading.entry
-    from agent.reader.compose import _derived_name
+        return safe_name(reading.entry)
+    from agent.reader.scene import derived_name
 
-    return _derived_name(reading.expr)
+    return safe_name(derived_name(reading.expr))
 
 
 __all__ = ["SpecQuestion", "read_code_spec"]

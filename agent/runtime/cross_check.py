@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.generators.base import KernelFiles
-from agent.ir.edges import CPU_MAX_ELEMENTS, edge_cases
+from agent.ir.edges import CPU_MAX_ELEMENTS
 from agent.runtime.harnesses import entry_plan, run_harness
 from agent.runtime.sandbox import SandboxResult
 from agent.runtime.spec_reference import MODULE, spec_reference_module
@@ -30,9 +30,7 @@ def cross_check(
     plan = entry_plan(files, spec, device) | {"cases": cases, "seeds": SEEDS, "cpu_max_elements": CPU_MAX_ELEMENTS}
     if spec.category != "custom":
         # The spec's own reading is the reference; the service adds its own odd shapes, whatever the model lists.
-        params = {p.name: p.value for p in spec.params}
-        ours = edge_cases(spec.expr, spec.shape_cases()[0], spec.dtype_cases()[0], params)
-        cases += [{"kind": "edge", "shapes": c} for c in ours if c not in spec.edge_cases]
+        cases += [{"kind": "edge", "shapes": c} for c in spec.odd_shape_cases() if c not in spec.edge_cases]
         sources[f"{MODULE}.py"] = spec_reference_module(spec)
         plan["spec_reference"] = MODULE
     if previous_reference is not None:

@@ -134,7 +134,8 @@ def test_hostile_model_files_are_refused_or_contained(start_server: Callable[...
     settings_file = tmp_path / "service.env"
     settings_file.write_text("KERNELGEN_API_TOKENS=secret-token-of-the-service\n")
     with scripted_llm() as llm:
-        live = start_server(llm_base_url=llm.url, llm_model=MODEL, llm_max_retries=0, llm_max_repairs=0,
+        live = start_server(llm_base_url=llm.url, llm_model=MODEL, offline_engines=["elementwise"],
+                            llm_max_retries=0, llm_max_repairs=0,
                             llm_max_reasks=0,
                             concurrency=1, sandbox_uid=uid, sandbox_max_processes=64, sandbox_memory_mb=2048,
                             accuracy_timeout_s=60)

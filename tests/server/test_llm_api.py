@@ -22,7 +22,7 @@ def test_a_job_for_an_unknown_op_is_written_by_the_llm_and_accounted(start_serve
         llm.script("definition", definition_json())
         for stage, answer in first_version():
             llm.script(stage, answer)
-        server = start_server(llm_base_url=llm.url, llm_model=MODEL, llm_max_retries=0)
+        server = start_server(llm_base_url=llm.url, llm_model=MODEL, offline_engines=["elementwise"], llm_max_retries=0)
         with server.client() as client:
             job_id = submit(client, SPEC_TEXT, llm="openai")
             job = wait_final(client, job_id, timeout=300)
@@ -44,7 +44,7 @@ def test_a_job_for_an_unknown_op_is_written_by_the_llm_and_accounted(start_serve
 def test_an_llm_job_whose_endpoint_fails_ends_with_the_reason(start_server: Callable[..., LiveServer]) -> None:
     with scripted_llm() as llm:
         llm.script("requirements", Reply(status=503, error="model is loading"))
-        server = start_server(llm_base_url=llm.url, llm_model=MODEL, llm_max_retries=0)
+        server = start_server(llm_base_url=llm.url, llm_model=MODEL, offline_engines=["elementwise"], llm_max_retries=0)
         with server.client() as client:
             job = wait_final(client, submit(client, SPEC_TEXT, llm="openai"))
             assert job["status"] == "failed"

@@ -2,45 +2,37 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
-import pprint
 from collections.abc import Sequence
-from functools import cache
-from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.broadcast import broadcast_runs, count_runs
 from agent.generators.offline.lowering import Lowered, NotLowerable, lower, unsupported
+from agent.generators.offline.render import (
+    code_context,
+    environment,
+    next_pow2,
+    output_dtype,
+    pretty,
+    sample_draw,
+    signature,
+    spec_flops,
+    tuple_literal,
+)
 from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, ShapeFacts, Space, config_space
 from agent.generators.offline.triton_ops import HELPERS
-from agent.ir.count import flops_per_output
 from agent.ir.edges import CPU_MAX_ELEMENTS
 from agent.ir.printer import to_statements, to_text
 from agent.reader.agreement import positive_inputs
 from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
-TEMPLATES = Path(__file__).parent / "templates"
 # Odd sizes for edge cases: not powers of two, not multiples of any block size.
 _EDGE_DIMS = (3, 5, 7, 11)
 _SMOKE_MAX_ELEMENTS = 1 << 20
 _FLOATS = ("float32", "float16", "bfloat16")
-
-
-@cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
 
 
 class ElementwiseGenerator:
@@ -58,19 +50,23 @@ class ElementwiseGenerator:
         ints = [t.name for t in spec.inputs if any(d not in _FLOATS for d in t.dtypes)]
         if ints:
             return f"inputs {', '.join(ints)} are not floating point; the elementwise generator reads float inputs only"
-        if _output_dtype(spec) is None:
+        if output_dtype(spec) is None:
             return "the output dtype differs between dtype cases in a way the kernel wrapper cannot follow"
         return None
 
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
         context = self.context(spec, config)
-        env = _environment()
+        env = environment()
         templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
         if context["code"] is not None:
             templates["baseline"] = "baseline_code.py.j2"  # the user's own code is the reference
         files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
         return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+
+    def interpreter_max_elements(self, spec: OpSpec) -> int:
+        """Return the largest case the Triton interpreter checks (elementwise kernels run vectorized there)."""
+        return CPU_MAX_ELEMENTS
 
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: elementwise/same-shape, /row-broadcast or /broadcast."""
@@ -89,7 +85,7 @@ class ElementwiseGenerator:
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best configuration of a schedule (1024-2048 elements per program, 4 warps)."""
         if schedule == "rows":
-            block_n = min(1024, _next_pow2(shape_facts(spec, device).n_cols))
+            block_n = min(1024, next_pow2(shape_facts(spec, device).n_cols))
             return LaunchConfig(schedule="rows", block_size=block_n, block_m=max(1, 2048 // block_n), num_warps=4)
         if schedule == "persistent":
             return LaunchConfig(schedule="persistent", block_size=1024, num_warps=4, num_stages=1, programs_per_sm=4)
@@ -125,26 +121,28 @@ class ElementwiseGenerator:
             "helpers": [HELPERS[h].source for h in lowered.helpers],
             "body": lowered.body,
             "torch_statements": to_statements(spec.expr, spec.output),
-            "out_dtype": _output_dtype(spec),
-            "signature": self._signature(spec),
-            "named_inputs": _tuple([f'("{t.name}", {t.name})' for t in spec.inputs]),
-            "shapes_tuple": _tuple([f"tuple({t.name}.shape)" for t in spec.inputs]),
-            "dtypes_tuple": _tuple([f"{t.name}.dtype" for t in spec.inputs]),
+            "out_dtype": output_dtype(spec),
+            "signature": signature(spec),
+            "named_inputs": tuple_literal([f'("{t.name}", {t.name})' for t in spec.inputs]),
+            "shapes_tuple": tuple_literal([f"tuple({t.name}.shape)" for t in spec.inputs]),
+            "dtypes_tuple": tuple_literal([f"{t.name}.dtype" for t in spec.inputs]),
             "call_args": ", ".join(
                 [t.name for t in spec.inputs] + [spec.output] + [f"float({p.name})" for p in spec.params]
             ),
-            "spec_cases": _pretty(spec.shape_cases()),
-            "edge_cases": _pretty(edge_cases(spec)),
-            "dtype_cases": _pretty(spec.dtype_cases()),
-            "tolerances": _pretty({d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())}),
+            "spec_cases": pretty(spec.shape_cases()),
+            "edge_cases": pretty(edge_cases(spec)),
+            "dtype_cases": pretty(spec.dtype_cases()),
+            "tolerances": pretty({d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())}),
             "positive": sorted(positive_inputs(spec.expr) & {t.name for t in spec.inputs}),
             "params_dict": repr({p.name: p.value for p in spec.params}),
             "input_names": [t.name for t in spec.inputs],
-            "flops_per_element": _flops_per_element(spec),
-            "device_peaks": _pretty({k: PEAKS[k] for k in sorted(PEAKS, key=len, reverse=True)}),
+            "spec_flops": spec_flops(spec),
+            "device_peaks": pretty({k: PEAKS[k] for k in sorted(PEAKS, key=len, reverse=True)}),
             "first_rtol": tolerance.rtol,
             "first_atol": tolerance.atol,
-            "code": _code_context(spec),
+            "code": code_context(spec),
+            "length_scaled": None,
+            "special_cases": False,
         }
 
     def _input(self, spec: OpSpec, lowered: Lowered, name: str) -> dict[str, Any]:
@@ -164,36 +162,13 @@ class ElementwiseGenerator:
         smoke = _smoke_case(spec)
         dtype = tensor.dtypes[0]
         positive = name in positive_inputs(spec.expr)
-        shape = ", ".join(str(d) for d in smoke[name])
-        draw = (
-            f"torch.rand({shape}, device=device) * 3.75 + 0.25" if positive else f"torch.randn({shape}, device=device)"
-        )
         return {
             "other": ", other=1.0" if positive else "",
             "name": name, "full": full, "row": row and not full, "runs": runs, "trailing": trailing,
-            "sample": f"({draw}).to(torch.{dtype})",
+            "sample": sample_draw(smoke[name], dtype, positive),
         }
 
-    @staticmethod
-    def _signature(spec: OpSpec) -> str:
-        parts = [f"{t.name}: torch.Tensor" for t in spec.inputs]
-        parts += [f"{p.name}: float = {p.value!r}" for p in spec.params]
-        return ", ".join(parts)
 
-
-def _code_context(spec: OpSpec) -> dict[str, Any] | None:
-    """Return what the code baseline needs: the user's source, entry, constructor arguments and parameters."""
-    code = spec.reading.code if spec.reading else None
-    if code is None:
-        return None
-    arguments = [i.name for i in spec.reading.inputs if i.role == "argument"] if spec.reading else []
-    parameters = [n for n in code.parameters]
-    return {
-        "source_literal": repr(code.source), "entry": code.entry, "kind": code.kind,
-        "init_args": repr(list(code.init_args)), "parameters": repr(dict(code.parameters)),
-        "arguments": ", ".join(arguments) + ("," if len(arguments) == 1 else ""),
-        "parameter_args": ", ".join(parameters) + ("," if len(parameters) == 1 else ""),
-    }
 
 
 def _lowered(spec: OpSpec) -> Lowered:
@@ -203,37 +178,9 @@ def _lowered(spec: OpSpec) -> Lowered:
         raise ValueError(f"the offline elementwise generator cannot write {spec.name}: {exc}") from None
 
 
-def _output_dtype(spec: OpSpec) -> str | None:
-    """Return the wrapper's output dtype: promotion of the inputs, or a fixed dtype (a cast, a comparison)."""
-    kinds: set[str] = set()
-    for case in spec.dtype_cases():
-        found = spec.output_type(spec.shape_cases()[0], case).dtype
-        promoted = str(_promote([case[t.name] for t in spec.inputs])).replace("torch.", "")
-        kinds.add("promote" if found == promoted else found)
-    if kinds == {"promote"}:
-        return "functools.reduce(torch.promote_types, dtypes)"
-    return f"torch.{kinds.pop()}" if len(kinds) == 1 else None
 
 
-def _promote(dtypes: list[str]) -> object:
-    import torch
 
-    return functools.reduce(torch.promote_types, [getattr(torch, d) for d in dtypes])
-
-
-def _flops_per_element(spec: OpSpec) -> int:
-    case = spec.shape_cases()[0]
-    return round(flops_per_output(spec.expr, spec.input_types(case, spec.dtype_cases()[0])))
-
-
-def _tuple(items: list[str]) -> str:
-    """Render a tuple literal (with the trailing comma a single item needs)."""
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-
-
-def _pretty(value: object) -> str:
-    """Format a literal for generated code, wrapped to stay readable."""
-    return pprint.pformat(value, width=100, sort_dicts=False)
 
 
 def edge_cases(spec: OpSpec) -> list[dict[str, list[int]]]:
@@ -289,7 +236,3 @@ def shape_facts(spec: OpSpec, device: DeviceInfo) -> ShapeFacts:
         narrowest_itemsize=min(itemsizes), n_tensors=len(spec.inputs) + 1,
         multiprocessors=device.multiprocessors or REFERENCE_MULTIPROCESSORS, ascend=device.kind == "npu",
     )
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())

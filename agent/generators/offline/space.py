@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent.generators.base import LaunchConfig, Schedule
+from agent.generators.offline.render import next_pow2
 
 BLOCK_SIZES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 WARPS = (1, 2, 4, 8, 16)
@@ -97,12 +98,12 @@ def tile_elements(config: LaunchConfig) -> int:
 
 def _drop_reason(config: LaunchConfig, facts: ShapeFacts) -> str | None:
     tile = tile_elements(config)
-    if tile > 2 * _next_pow2(facts.largest_elements):
+    if tile > 2 * next_pow2(facts.largest_elements):
         return "tile larger than the tensor"
     if config.schedule == "rows":
-        if config.block_size > _next_pow2(facts.n_cols):
+        if config.block_size > next_pow2(facts.n_cols):
             return "BLOCK_N wider than the last dimension"
-        if config.block_m > _next_pow2(facts.n_rows):
+        if config.block_m > next_pow2(facts.n_rows):
             return "BLOCK_M taller than the rows"
         if not 512 <= tile <= 16384:
             return "row tile outside 512-16384 elements"
@@ -132,7 +133,3 @@ def _rank(config: LaunchConfig, facts: ShapeFacts) -> tuple[float, ...]:
     row_width = abs(math.log2(config.block_size) - 10) if config.schedule == "rows" else 0.0
     return (abs(math.log2(vectors) - 1.0), row_width, abs(math.log2(config.num_warps) - 2.5),
             config.num_stages, abs(math.log2(config.programs_per_sm) - 2))
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())

@@ -45,6 +45,7 @@ class CodeReading:
     entry: str  # "Model" (the nn.Module read) or the function's name
     kind: CodeKind
     source: str  # the user's code, verbatim
+    runnable: str = ""  # the code as it runs on its own (the baseline's copy): an import prelude, a snippet wrapped
     init_args: tuple[Any, ...] = field(default=(), hash=False)  # get_init_inputs(), as JSON data
     parameters: tuple[tuple[str, str], ...] = ()  # (IR input name, module attribute path): ("fc_weight", "fc.weight")
     notes: tuple[str, ...] = ()
@@ -90,6 +91,7 @@ def read_code(code: CodeSource, *, work_dir: Path, declared: dict[str, tuple[lis
         expr=mapped.expr,
         inputs=tuple(CodeInput(i.name, i.shape, i.dtype, i.role) for i in mapped.inputs),
         output=mapped.output, entry=trace["entry"], kind=trace["kind"], source=code.source,
+        runnable=str(trace.get("runnable") or code.source),
         init_args=tuple(trace.get("init_args", [])),
         parameters=tuple((i.name, i.origin) for i in mapped.inputs if i.role == "parameter"),
         notes=tuple(_notes(trace, mapped, check)),

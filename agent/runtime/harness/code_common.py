@@ -74,16 +74,25 @@ def argument(flag: str, default: str | None = None) -> str | None:
     return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else default
 
 
-def load_user() -> types.ModuleType:
-    """Execute user_spec.py as a module with torch, nn, F and math already imported, as pasted code assumes."""
+# What pasted code assumes is imported; the runnable source the baseline keeps starts with it.
+PRELUDE = "import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+
+def load_user() -> tuple[types.ModuleType, str]:
+    """Execute user_spec.py as a module with torch, nn, F and math already imported, as pasted code assumes.
+
+    Return the module and the source that runs the same way on its own (the prelude, and a snippet wrapped).
+    """
     with open(USER_FILE) as handle:
         source = handle.read()
     try:
         tree = ast.parse(source, USER_FILE)
     except SyntaxError as exc:
         raise Refused(f"the code does not parse: {one_line(exc)}") from None
+    runnable = source
     if any(isinstance(node, ast.Return) for node in tree.body):
         tree = _wrap_snippet(tree)
+        runnable = ast.unparse(tree) + "\n"
     module = types.ModuleType(USER_MODULE)
     module.__file__ = USER_FILE
     module.__dict__.update(torch=torch, nn=nn, F=F, math=math)
@@ -92,7 +101,7 @@ def load_user() -> types.ModuleType:
         exec(compile(tree, USER_FILE, "exec"), module.__dict__)  # noqa: S102  (the sandbox runs the user's code)
     except Exception as exc:
         raise Refused(f"importing the code failed: {one_line(exc)}") from None
-    return module
+    return module, PRELUDE + runnable
 
 
 def _wrap_snippet(tree: ast.Module) -> ast.Module:
@@ -156,6 +165,7 @@ class Setup:
     init_args: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # where each value came from: get_inputs, declared, default
+    runnable: str = ""  # the code as it runs on its own (see load_user)
 
     @property
     def tensors(self) -> dict[str, torch.Tensor]:
@@ -175,7 +185,7 @@ class Setup:
 def prepare(declared: dict[str, dict], requested: str | None, seed: int, *, perturb: bool = False,
             ranges: dict[str, list[int]] | None = None, positive: tuple[str, ...] = ()) -> Setup:
     """Build the entry and its inputs: get_init_inputs/get_inputs when the code has them, else the declared ones."""
-    module = load_user()
+    module, runnable = load_user()
     kind, name, entry = find_entry(module, requested)
     torch.manual_seed(seed)
     model: nn.Module | None = None
@@ -224,7 +234,7 @@ def prepare(declared: dict[str, dict], requested: str | None, seed: int, *, pert
     for n, v in zip(names, values, strict=True):
         if isinstance(v, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in v):
             raise Refused(f"{n} is a list of tensors; write each tensor as its own parameter")
-    setup = Setup(kind, name, target, model, names, values, init_args, notes, sources)
+    setup = Setup(kind, name, target, model, names, values, init_args, notes, sources, runnable)
     if model is not None:
         _match_dtype(setup)
     return setup

@@ -114,7 +114,7 @@ def trace(declared: dict[str, dict], entry: str | None) -> dict:
         "arguments": [{"name": n, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "source": setup.sources[n]}
                       for n, t in setup.tensors.items()],
         "fixed": [{"name": n, "value": jsonable(v), "source": setup.sources[n]} for n, v in setup.fixed.items()],
-        "tensors": tensors, "nodes": nodes, "notes": setup.notes,
+        "tensors": tensors, "nodes": nodes, "notes": setup.notes, "runnable": setup.runnable,
     }
 
 

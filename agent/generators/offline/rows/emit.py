@@ -1,0 +1,219 @@
+"""Write the row engine's Triton kernel: one pass with the row in registers, or passes looping over chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .graph import IDENTITY, SCAN_REDUCER, RowNode, depth, reductions_at, topological
+
+Layout = Literal["last", "strided"]
+
+_COMBINE = {"sum": "({0} + {1})", "prod": "({0} * {1})", "max": "_max_nan({0}, {1})", "min": "_min_nan({0}, {1})",
+            "shift_max": "tl.maximum({0}, {1})", "logaddexp": "_logaddexp({0}, {1})"}
+# Max and min reduce with tl.max / tl.min plus a NaN count rather than tl.reduce with a NaN-aware combine: the same
+# result, and the Triton interpreter runs a custom combine one element at a time (minutes on a 1M-element case).
+_REDUCE = {"sum": "tl.sum({0}, axis={ax})", "prod": "tl.reduce({0}, {ax}, _mul)",
+           "max": "_amax({0}, {ax})", "min": "_amin({0}, {ax})", "shift_max": "tl.max({0}, axis={ax})",
+           "logaddexp": "tl.reduce({0}, {ax}, _logaddexp)"}
+_SCAN = {"cumsum": "tl.cumsum({0}, axis={ax})",
+         "cumprod": "tl.cumprod({0}, axis={ax})",
+         "cummax": "tl.associative_scan({0}, {ax}, _max_nan)", "cummin": "tl.associative_scan({0}, {ax}, _min_nan)",
+         "logcumsumexp": "tl.associative_scan({0}, {ax}, _logaddexp)"}
+_HELPER_OF = {"prod": ("_mul",), "max": ("_max_nan", "_amax"), "min": ("_min_nan", "_amin"),
+              "logaddexp": ("_logaddexp",)}
+
+ROW_HELPERS = {
+    "_max_nan": '''@triton.jit
+def _max_nan(a, b):
+    """Return the larger of a and b; NaN wins, as in torch.amax."""
+    return tl.where((a > b) | (a != a), a, b)''',
+    "_min_nan": '''@triton.jit
+def _min_nan(a, b):
+    """Return the smaller of a and b; NaN wins, as in torch.amin."""
+    return tl.where((a < b) | (a != a), a, b)''',
+    "_amax": '''@triton.jit
+def _amax(x, axis: tl.constexpr):
+    """Return the max of x along axis; NaN wins, as in torch.amax."""
+    nans = tl.sum(tl.where(x != x, 1.0, 0.0), axis=axis)
+    return tl.where(nans > 0.0, float("nan"), tl.max(x, axis=axis))''',
+    "_amin": '''@triton.jit
+def _amin(x, axis: tl.constexpr):
+    """Return the min of x along axis; NaN wins, as in torch.amin."""
+    nans = tl.sum(tl.where(x != x, 1.0, 0.0), axis=axis)
+    return tl.where(nans > 0.0, float("nan"), tl.min(x, axis=axis))''',
+    "_mul": '''@triton.jit
+def _mul(a, b):
+    """Multiply (the combine step of a product)."""
+    return a * b''',
+    "_logaddexp": '''@triton.jit
+def _logaddexp(a, b):
+    """Return log(exp(a) + exp(b)) without overflow; -inf is the identity and NaN wins."""
+    top = tl.maximum(a, b)
+    bottom = tl.minimum(a, b)
+    merged = tl.where(top == bottom, top + 0.6931471805599453, top + tl.log(1.0 + tl.exp(bottom - top)))
+    merged = tl.where(bottom == -float("inf"), top, merged)
+    return tl.where(a != a, a, tl.where(b != b, b, merged))''',
+}
+
+
+class NotEmittable(ValueError):
+    """A graph this schedule cannot write (a reduction over a scan, say)."""
+
+
+@dataclass
+class _Scope:
+    lines: list[str] = field(default_factory=list)
+    names: dict[RowNode, str] = field(default_factory=dict)
+
+
+@dataclass
+class KernelSource:
+    """The kernel's text and the helpers it calls."""
+
+    text: str
+    helpers: list[str]
+
+
+class _Emitter:
+    def __init__(self, layout: Layout, looped: bool) -> None:
+        self.layout = layout
+        self.looped = looped
+        self.ax = 1 if layout == "last" else 0
+        self.outer = _Scope()
+        self.count = 0
+        self.helpers: set[str] = set()
+        self.carries: list[tuple[str, str]] = []  # scan carries to set up before the final loop
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def spread(self, code: str) -> str:
+        """Turn a per-row vector into a tile column (or row) that broadcasts over the chunk."""
+        return f"{code}[:, None]" if self.layout == "last" else f"{code}[None, :]"
+
+    def value(self, node: RowNode, scope: _Scope) -> str:
+        if node.level != "tile":
+            scope = self.outer
+        if node in scope.names:
+            return scope.names[node]
+        name = self._compute(node, scope)
+        scope.names[node] = name
+        return name
+
+    def tile_offsets(self, name: str) -> str:
+        """Return the offsets of a tensor's [lanes, chunk] tile (or [chunk, lanes] when strided)."""
+        if self.layout == "last":
+            return f"{name}_base[:, None] + ks[None, :] * {name}_sk"
+        return f"ks[:, None] * {name}_sk + {name}_base[None, :]"
+
+    def _compute(self, node: RowNode, scope: _Scope) -> str:
+        if node.kind in ("number", "param"):
+            return node.text
+        if node.kind == "length":
+            return "n_reduce_f"
+        name = self.fresh()
+        if node.kind == "input":
+            if node.tile_input:
+                load = f"tl.load({node.text}_ptr + ({self.tile_offsets(node.text)}), mask=mask, other=0.0)"
+            else:
+                load = f"tl.load({node.text}_ptr + {node.text}_base, mask=lane_mask, other=0)"
+            scope.lines.append(f"{name} = {load}.to(tl.float32)")
+            return name
+        if node.kind == "index":
+            index = "ks[None, :]" if self.layout == "last" else "ks[:, None]"
+            scope.lines.append(f"{name} = {index}.to(tl.float32)")
+            return name
+        if node.kind == "code":
+            args = [self.value(a, scope) for a in node.args]
+            if node.level == "tile":
+                args = [self.spread(c) if a.level == "row" else c for a, c in zip(node.args, args, strict=True)]
+            scope.lines.append(f"{name} = {node.text.format(*args)}")
+            self.helpers.update(node.helpers)
+            return name
+        if node.kind == "reduce":
+            if self.looped:
+                raise NotEmittable("internal: a reduction was not computed in its pass")
+            scope.lines.append(f"{name} = {self._reduced(node, scope)}")
+            return name
+        if node.kind == "scan":
+            return self._scan(node, scope, name)
+        raise NotEmittable(f"internal: unknown node kind {node.kind}")
+
+    def _masked(self, arg: RowNode, reducer: str, scope: _Scope) -> str:
+        """Emit the tile with masked-out elements set to the reducer's identity; return its name."""
+        masked = self.fresh("m")
+        scope.lines.append(f"{masked} = tl.where(mask, {self.value(arg, scope)}, {IDENTITY[reducer]})")
+        self.helpers.update(_HELPER_OF.get(reducer, ()))
+        return masked
+
+    def _reduced(self, node: RowNode, scope: _Scope) -> str:
+        arg = node.args[0]
+        if arg.level != "tile":
+            raise NotEmittable("a reduction of a value that is constant along the reduced dims is not lowered")
+        if any(n.kind == "scan" for n in topological(arg)):
+            raise NotEmittable("a reduction over a scan is not lowered")
+        return _REDUCE[node.text].format(self._masked(arg, node.text, scope), ax=self.ax)
+
+    def _scan(self, node: RowNode, scope: _Scope, name: str) -> str:
+        reducer = SCAN_REDUCER[node.text]
+        masked = self._masked(node.args[0], reducer, scope)
+        scope.lines.append(f"{name} = {_SCAN[node.text].format(masked, ax=self.ax)}")
+        if not self.looped:
+            return name
+        carry = self.fresh("carry")
+        self.carries.append((carry, IDENTITY[reducer]))
+        merged = self.fresh()
+        scope.lines.append(f"{merged} = {_COMBINE[reducer].format(name, self.spread(carry))}")
+        scope.lines.append(f"{carry} = {_COMBINE[reducer].format(carry, _REDUCE[reducer].format(masked, ax=self.ax))}")
+        return merged
+
+    def chunk(self, start: str) -> list[str]:
+        mask = ("lane_mask[:, None] & k_mask[None, :]" if self.layout == "last"
+                else "k_mask[:, None] & lane_mask[None, :]")
+        return [f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)",
+                "k_mask = ks < n_reduce", f"mask = {mask}"]
+
+    def loop(self, body: _Scope) -> None:
+        self.outer.lines.append("for k0 in range(0, n_reduce, BLOCK_K):")
+        self.outer.lines += ["    " + line for line in self.chunk("k0") + body.lines]
+
+    def store(self, root: RowNode, code: str, scope: _Scope, output: str) -> None:
+        if root.level == "tile":
+            scope.lines.append(f"tl.store({output}_ptr + ({self.tile_offsets(output)}), "
+                               f"{code}.to({output}_ptr.dtype.element_ty), mask=mask)")
+        else:
+            scope.lines.append(f"tl.store({output}_ptr + {output}_base, {code}.to({output}_ptr.dtype.element_ty), "
+                               "mask=lane_mask)")
+
+
+def emit_body(root: RowNode, layout: Layout, looped: bool, output: str) -> KernelSource:
+    """Return the kernel body after the lane set-up: loads, passes, the store."""
+    emitter = _Emitter(layout, looped)
+    if not looped:
+        emitter.outer.lines += emitter.chunk("0")
+        emitter.store(root, emitter.value(root, emitter.outer), emitter.outer, output)
+        return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))
+    for level in range(1, depth(root) + 1):
+        body = _Scope()
+        accumulators = []
+        for node in reductions_at(root, level):
+            acc = emitter.fresh("acc")
+            emitter.outer.lines.append(f"{acc} = tl.full([BLOCK_M], {IDENTITY[node.text]}, tl.float32)")
+            part = emitter._reduced(node, body)
+            body.lines.append(f"{acc} = {_COMBINE[node.text].format(acc, part)}")
+            accumulators.append((node, acc))
+        emitter.loop(body)
+        for node, acc in accumulators:
+            emitter.outer.names[node] = acc
+    if root.level == "tile":
+        final = _Scope()
+        code = emitter.value(root, final)
+        emitter.store(root, code, final, output)
+        emitter.outer.lines += [f"{carry} = tl.full([BLOCK_M], {identity}, tl.float32)"
+                                for carry, identity in emitter.carries]
+        emitter.loop(final)
+    else:
+        emitter.store(root, emitter.value(root, emitter.outer), emitter.outer, output)
+    return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))

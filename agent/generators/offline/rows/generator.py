@@ -1,0 +1,206 @@
+"""Offline generator for reductions, softmax, normalizations and scans: the row engine, written from the IR."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
+from agent.generators.offline.render import (
+    FLOATS,
+    code_context,
+    environment,
+    output_dtype,
+    pretty,
+    sample_draw,
+    signature,
+    spec_flops,
+    tuple_literal,
+)
+from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, Space
+from agent.generators.offline.triton_ops import HELPERS
+from agent.ir.edges import CPU_MAX_ELEMENTS
+from agent.ir.printer import to_statements, to_text
+from agent.reader.agreement import positive_inputs
+from agent.runtime.devices import PEAKS, DeviceInfo
+from agent.spec import OpSpec
+
+from .emit import ROW_HELPERS, Layout, NotEmittable, emit_body
+from .expand import NotRowLowerable, RowGraph, expand
+from .graph import topological
+from .space import MAX_TILE_ELEMENTS, RowFacts, default_row_config, row_space
+from .views import group_strides
+
+_SMOKE_MAX_ELEMENTS = 1 << 20
+# The Triton interpreter runs tl.reduce and tl.associative_scan with a custom combine one element at a time
+# (~0.1 ms each): kernels that use one are checked there on cases up to this size only.
+_ELEMENT_BY_ELEMENT_MAX_ELEMENTS = 1 << 15
+_ELEMENT_BY_ELEMENT = {("reduce", "prod"), ("reduce", "logaddexp"), ("scan", "cumprod"), ("scan", "cummax"),
+                       ("scan", "cummin"), ("scan", "logcumsumexp")}
+
+
+class RowGenerator:
+    """Render the four files of a reduction-family kernel (sum, softmax, layer_norm, cumsum, ...)."""
+
+    family = "rows"
+
+    def refusal(self, spec: OpSpec) -> str | None:
+        """Say why the row engine cannot write the spec (None when it can)."""
+        if spec.category == "custom":
+            return "the spec is described in words only (no operator IR)"
+        try:
+            graph = self.graph(spec)
+        except NotRowLowerable as exc:
+            return f"the offline row engine (reductions, softmax, norms, scans) cannot write it: {exc}"
+        for name in graph.tile_inputs:
+            ranks = sorted({len(case[name]) for case in spec.shape_cases()})
+            if len(ranks) > 1:
+                return (f"the shape cases give {name} ranks {ranks}; a row kernel is written for one rank "
+                        "(give one job per rank)")
+        others = [t.name for t in spec.inputs if any(d not in FLOATS for d in t.dtypes)]
+        if others:
+            return f"inputs {', '.join(others)} are not floating point; the offline row engine reads float inputs only"
+        for schedule in ("whole_row", "looped_row"):
+            try:
+                emit_body(graph.root, _layout(graph), schedule == "looped_row", spec.output)
+            except NotEmittable as exc:
+                return f"the offline row engine cannot schedule it: {exc}"
+        if output_dtype(spec) is None:
+            return "the output dtype differs between dtype cases in a way the kernel wrapper cannot follow"
+        return None
+
+    def graph(self, spec: OpSpec) -> RowGraph:
+        """Expand the spec's IR on its first case (NotRowLowerable when the engine cannot write it)."""
+        case = spec.shape_cases()[0]
+        return expand(spec.expr, spec.input_types(case, spec.dtype_cases()[0]), [t.name for t in spec.inputs])
+
+    def interpreter_max_elements(self, spec: OpSpec) -> int:
+        """Return the largest case, in output elements, that the Triton interpreter checks for this kernel."""
+        slow = any((n.kind, n.text) in _ELEMENT_BY_ELEMENT for n in topological(self.graph(spec).root))
+        return _ELEMENT_BY_ELEMENT_MAX_ELEMENTS if slow else CPU_MAX_ELEMENTS
+
+    def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
+        """Write the four files for a spec at a launch configuration."""
+        context = self.context(spec, config)
+        env = environment()
+        templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
+        templates["triton"] = "triton_rows.py.j2"
+        if context["code"] is not None:
+            templates["baseline"] = "baseline_code.py.j2"
+        files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
+        return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+
+    def category(self, spec: OpSpec) -> str:
+        """Name the pattern category: rows/<layout>-<output> (rows/last-dropped is a row sum, say)."""
+        graph = self.graph(spec)
+        return f"rows/{_layout(graph)}-{graph.output}"
+
+    def schedules(self, spec: OpSpec) -> list[Schedule]:
+        """List the schedules: rows in registers first when they fit, else the looped row first."""
+        # A row that fits one tile is held whole in registers by default; longer rows loop over chunks.
+        whole = _facts(spec, self.graph(spec)).n_reduce <= MAX_TILE_ELEMENTS
+        return ["whole_row", "looped_row"] if whole else ["looped_row", "whole_row"]
+
+    def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
+        """Return the usual best configuration of a schedule for these row lengths."""
+        return default_row_config(_facts(spec, self.graph(spec), device), schedule)
+
+    def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,
+                     preferred: Sequence[LaunchConfig] = ()) -> Space:
+        """Enumerate and prune a schedule's configurations by row length and register budget."""
+        return row_space(_facts(spec, self.graph(spec), device), schedule, preferred)
+
+    def context(self, spec: OpSpec, config: LaunchConfig) -> dict[str, Any]:
+        """Compute everything the templates need from the spec."""
+        graph = self.graph(spec)
+        layout = _layout(graph)
+        kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output)
+        names = [t.name for t in spec.inputs]
+        helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
+        first_dtype = spec.dtype_cases()[0][names[0]]
+        tolerance = spec.tolerances[first_dtype]
+        tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}
+        positive = sorted(positive_inputs(spec.expr) & set(names))
+        params = {p.name: p.value for p in spec.params}
+        edges = spec.odd_shape_cases()
+        main = graph.tile_inputs[0]
+        smoke = _smoke_case(spec, edges)
+        return {
+            "op": spec.name,
+            "output": spec.output,
+            "formula": to_text(spec.expr),
+            "schedule": config.schedule,
+            "schedule_note": f"offline row engine; schedule `{config.schedule}`: {SCHEDULE_NOTES[config.schedule]}",
+            "dims_text": ", ".join(str(d) for d in graph.dims),
+            "rank": graph.rank,
+            "dims": repr(graph.dims),
+            "max_tile": MAX_TILE_ELEMENTS,
+            "constants": config.constants(),
+            "helpers": helpers,
+            "layout": layout,
+            "tile_inputs": graph.tile_inputs,
+            "row_inputs": graph.row_inputs,
+            "tile_indices": [names.index(n) for n in graph.tile_inputs],
+            "row_indices": [names.index(n) for n in graph.row_inputs],
+            "input_names": names,
+            "params": spec.params,
+            "body": kernel.text,
+            "group_strides_source": inspect.getsource(group_strides).rstrip(),
+            "output_kind": graph.output,
+            "out_dtype": output_dtype(spec),
+            "signature": signature(spec),
+            "named_inputs": tuple_literal([f'("{n}", {n})' for n in names]),
+            "shapes_tuple": tuple_literal([f"tuple({n}.shape)" for n in names]),
+            "dtypes_tuple": tuple_literal([f"{n}.dtype" for n in names]),
+            "call_args": ", ".join(graph.tile_inputs + graph.row_inputs + [spec.output]
+                                   + [f"float({p.name})" for p in spec.params]),
+            "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive),
+                        "reference_arg": f"{t.name}.cpu().double()"} for t in spec.inputs],
+            "torch_statements": to_statements(spec.expr, spec.output),
+            "cpu_max_elements": self.interpreter_max_elements(spec),
+            "spec_cases": pretty(spec.shape_cases()),
+            "edge_cases": pretty(edges),
+            "dtype_cases": pretty(spec.dtype_cases()),
+            "tolerances": pretty(tolerances),
+            "positive": positive,
+            "params_dict": repr(params),
+            "spec_flops": spec_flops(spec),
+            "device_peaks": pretty({k: PEAKS[k] for k in sorted(PEAKS, key=len, reverse=True)}),
+            "first_rtol": tolerance.rtol,
+            "first_atol": tolerance.atol,
+            "code": code_context(spec),
+            # Sums and scans accumulate: their absolute error grows like the square root of the row length.
+            "length_scaled": {"input": main, "dims": list(graph.dims)}
+            if graph.output != "full" or any(n.kind == "scan" for n in topological(graph.root)) else None,
+            "special_cases": True,
+        }
+
+
+def _layout(graph: RowGraph) -> Layout:
+    return "last" if graph.dims[-1] == graph.rank - 1 else "strided"
+
+
+def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None) -> RowFacts:
+    sizes = []
+    for case in spec.shape_cases():
+        shape = case[graph.tile_inputs[0]] if graph.tile_inputs else spec.output_shape(case)
+        padded = [1] * (graph.rank - len(shape)) + list(shape)
+        reduce = math.prod(padded[d] for d in graph.dims)
+        sizes.append((math.prod(padded) // max(1, reduce), reduce))
+    lanes, n_reduce = max(sizes, key=lambda s: s[0] * s[1])
+    itemsize = min(2 if d in ("float16", "bfloat16") else 4 for case in spec.dtype_cases() for d in case.values())
+    return RowFacts(
+        n_reduce=n_reduce, n_lanes=lanes, itemsize=itemsize, strided=_layout(graph) == "strided",
+        multiprocessors=(device.multiprocessors if device else 0) or REFERENCE_MULTIPROCESSORS,
+        ascend=bool(device and device.kind == "npu"),
+    )
+
+
+def _smoke_case(spec: OpSpec, edges: list[dict[str, list[int]]]) -> dict[str, list[int]]:
+    """Pick the first spec case if it is small, else the largest odd-shape case."""
+    first = spec.shape_cases()[0]
+    if math.prod(spec.output_shape(first)) <= _SMOKE_MAX_ELEMENTS or not edges:
+        return first
+    return max(edges, key=lambda c: math.prod(spec.output_shape(c)))

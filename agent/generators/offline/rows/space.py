@@ -1,0 +1,113 @@
+"""The row engine's launch configurations worth measuring, pruned by row length and the register budget."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.generators.base import LaunchConfig, Schedule
+from agent.generators.offline.render import next_pow2
+from agent.generators.offline.space import Space
+
+ROWS_PER_PROGRAM = (1, 2, 4, 8, 16, 32, 64)
+CHUNKS = (256, 512, 1024, 2048, 4096, 8192)
+WARPS = (1, 2, 4, 8, 16, 32)
+# fp32 values one thread may hold per live tile before registers spill (a row kernel keeps two or three tiles).
+REGISTER_BUDGET = 64
+# A whole-row tile holds at most this many elements (the wrapper caps rows per program to stay under it).
+MAX_TILE_ELEMENTS = 32768
+MAX_CONFIGS = 16
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    """What pruning needs: the rows, their length, the narrowest dtype and the machine."""
+
+    n_reduce: int  # elements along the reduced dims (the row length)
+    n_lanes: int  # rows (outer x inner positions) of the largest case
+    itemsize: int
+    strided: bool  # the reduced dims are not the last: lanes run along the inner dims
+    multiprocessors: int
+    ascend: bool = False
+
+
+
+def _tile_rows_and_chunk(config: LaunchConfig, facts: RowFacts) -> tuple[int, int]:
+    """Return the rows and the chunk length of one program's tile, as the wrapper will launch it."""
+    if config.schedule == "whole_row":
+        chunk = next_pow2(facts.n_reduce)
+        return max(1, min(config.block_m, MAX_TILE_ELEMENTS // chunk)), chunk
+    return config.block_m, min(config.block_size, next_pow2(facts.n_reduce))
+
+
+def _tile(config: LaunchConfig, facts: RowFacts) -> int:
+    rows, chunk = _tile_rows_and_chunk(config, facts)
+    return rows * chunk
+
+
+def default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
+    """Return a sound first configuration: about 4 to 16 values per thread, enough programs for every SM."""
+    if schedule == "looped_row":
+        chunk = min(2048 if not facts.strided else 64, next_pow2(facts.n_reduce))
+        rows = 1 if not facts.strided else 64
+        return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=rows, num_warps=4 if chunk >= 1024 else 2)
+    row = next_pow2(facts.n_reduce)
+    if facts.strided:
+        rows = max(1, min(64, 4096 // row))
+    else:
+        rows = max(1, min(64, 2048 // row))
+    tile = min(rows * row, MAX_TILE_ELEMENTS)
+    # Measured on an H100 (docs/results.md): 4 warps are best up to 4096-element tiles, 16 above.
+    warps = 4 if tile <= 4096 else 16
+    return LaunchConfig(schedule="whole_row", block_m=rows, num_warps=warps)
+
+
+def row_space(facts: RowFacts, schedule: Schedule, preferred: Sequence[LaunchConfig] = ()) -> Space:
+    """Enumerate a row schedule's configurations, drop what the rules rule out, rank and cap the rest."""
+    warps = (4,) if facts.ascend else WARPS
+    if schedule == "looped_row":
+        candidates = [LaunchConfig(schedule="looped_row", block_size=c, block_m=m, num_warps=w)
+                      for c, m, w in itertools.product(CHUNKS, ROWS_PER_PROGRAM, warps)]
+    else:
+        candidates = [LaunchConfig(schedule="whole_row", block_m=m, num_warps=w)
+                      for m, w in itertools.product(ROWS_PER_PROGRAM, warps)]
+    space = Space(schedule=schedule, kept=[], candidates=len(candidates))
+    for config in candidates:
+        reason = _drop_reason(config, facts)
+        if reason is None:
+            space.kept.append(config)
+        else:
+            space.dropped[reason] += 1
+    space.kept.sort(key=lambda c: _rank(c, facts))
+    wanted = [c for c in preferred if c.schedule == schedule and c in space.kept]
+    space.kept = (list(dict.fromkeys(wanted)) + [c for c in space.kept if c not in wanted])[:MAX_CONFIGS]
+    return space
+
+
+def _drop_reason(config: LaunchConfig, facts: RowFacts) -> str | None:
+    if config.schedule == "looped_row" and config.block_size >= 2 * next_pow2(facts.n_reduce):
+        return "chunk longer than the row"
+    if config.block_m > 2 * next_pow2(facts.n_lanes):
+        return "more rows per program than rows"
+    if config.schedule == "whole_row" and next_pow2(facts.n_reduce) > MAX_TILE_ELEMENTS:
+        return "row too long to hold in registers"
+    tile = _tile(config, facts)
+    threads = 32 * config.num_warps
+    if not facts.ascend:
+        if tile / threads > REGISTER_BUDGET:
+            return "too many values per thread (register spills)"
+        if tile / threads < 1:
+            return "idle threads (tile smaller than the warps)"
+    programs = math.ceil(facts.n_lanes / _tile_rows_and_chunk(config, facts)[0])
+    if programs < facts.multiprocessors and config.block_m > 1:
+        return "fewer programs than SMs"
+    return None
+
+
+def _rank(config: LaunchConfig, facts: RowFacts) -> tuple[float, ...]:
+    """Order by the usual sweet spot: 8-16 values per thread, 4-8 warps, then fewer rows per program."""
+    per_thread = _tile(config, facts) / (32 * config.num_warps)
+    return (abs(math.log2(max(per_thread, 1)) - 3.5), abs(math.log2(config.num_warps) - 2.5),
+            math.log2(config.block_m))

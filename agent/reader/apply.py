@@ -1,0 +1,106 @@
+"""Apply one catalogue operator a phrase names: its operands, its axis and its parameters."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agent.catalogue import Entry, load_catalogue
+from agent.ir import registry
+from agent.ir.expr import Expr
+from agent.ir.types import IRError, TensorType
+from agent.reader.dims import ALL, DimPhrase
+from agent.reader.errors import SpecQuestion
+from agent.reader.phrases import Hit
+from agent.reader.roles import bind_roles
+from agent.reader.scene import Scene, inputs_said
+
+_PAIRWISE = {"sum": "add", "max": "elementwise_maximum", "min": "elementwise_minimum", "prod": "mul"}
+
+
+def two_operands(entry: Entry, first: Expr, second: Expr) -> dict[str, Expr | list[Expr]]:
+    roles = [r.name for r in entry.roles]
+    return {roles[0]: first, roles[1]: second}
+
+
+def apply_entry(scene: Scene, hit: Hit, available: list[str], first: Expr | None,
+                 consumed: set[str] | list[str], reserved: set[str] | None = None) -> tuple[Expr, str, list[str]]:
+    """Build one catalogue operator over inputs (and a running result), with its axis and parameters."""
+    entry, notes = hit.entry, []
+    if first is None and entry.name in _PAIRWISE and len(available) >= 2 and not dim_near(scene, hit):
+        entry = load_catalogue().by_name[_PAIRWISE[entry.name]]  # `max of x and y`: elementwise
+        notes.append(f"{hit.text} of two tensors read as the elementwise {entry.name}")
+    if first is None and len([r for r in entry.roles if not r.many]) == 1 and not any(r.many for r in entry.roles) \
+            and len(available) > 1:
+        shown = ", ".join(available)
+        raise SpecQuestion(f"{hit.text} takes one tensor but the text gives {shown}; how do they combine? Write the "
+                           "formula", understood=inputs_said(scene),
+                           example=f"'out = {entry.name}({' + '.join(available)})'")
+    operands, used_inputs = bind_roles(entry, available, first, reserved=reserved or set())
+    if isinstance(consumed, set):
+        consumed.update(used_inputs)
+    values = dict(hit.values)
+    values.update(_dims_for(scene, hit, entry, notes))
+    if entry.op == "cast" and "dtype" not in values:
+        if scene.output_dtype is None:
+            raise SpecQuestion(f"{hit.text} to which dtype?", example="'cast x from float32 to bfloat16'")
+        values["dtype"] = scene.output_dtype
+    if scene.keepdim is not None and entry.param("keepdim") is not None:
+        values["keepdim"] = scene.keepdim
+    try:
+        expr = entry.build(dict(operands), values)
+    except IRError as exc:
+        raise SpecQuestion(f"{hit.text}: {exc}", example=_param_example(entry)) from None
+    return expr, entry.name, notes
+
+
+def dim_near(scene: Scene, hit: Hit) -> DimPhrase | None:
+    """Return the axis phrase closest to the hit in its sentence, if any."""
+    lo = max([t.end for t in scene.tokens if t.kind == "sep" and t.end <= hit.start], default=0)
+    hi = min([t.start for t in scene.tokens if t.kind == "sep" and t.start >= hit.end], default=len(scene.text))
+    near = [d for d in scene.dims if lo <= d.start < hi and d.kind not in ("row", "channel") or
+            lo <= d.start < hi and registry.get(hit.entry.op or "add").family != "elementwise"]
+    if not near and len(scene.dims) == 1:
+        near = scene.dims
+    return min(near, key=lambda d: abs(d.start - hit.end), default=None)
+
+
+def _dims_for(scene: Scene, hit: Hit, entry: Entry, notes: list[str]) -> dict[str, Any]:
+    op = registry.get(entry.op) if entry.op else None
+    if op is not None and op.param("dims") is not None and "dims" not in hit.values:
+        order = next((d for d in scene.dims if d.kind in ("order", "tuple") and isinstance(d.dims, tuple)), None)
+        return {"dims": order.dims} if order is not None else {}
+    if op is None or op.param("dim") is None or "dim" in hit.values:
+        return {}
+    phrase = dim_near(scene, hit)
+    if phrase is not None:
+        if phrase.dims == ALL:
+            if op.param("dim").default is None:  # type: ignore[union-attr]
+                return {}
+            raise SpecQuestion(f"{hit.text} over all elements is not defined; over which dim?",
+                               example=f"'{hit.text} over the last dim'")
+        return {"dim": phrase.dims}
+    if re.search(r"\brow\b|行", hit.text, re.I):
+        return {"dim": -1}  # `row sum`, `row max`, `行和`: over each row
+    if entry.dim == "required":
+        raise SpecQuestion(f"{hit.text} over which dim? The text does not say (each row, the last dim, dim=1, "
+                           "or all elements)", understood=inputs_said(scene),
+                           example=f"'{hit.text} over the last dim' or '{hit.text} of all elements'")
+    if entry.dim == "last" and entry.family == "scan" and _widest_rank(scene) > 1:
+        # torch makes a scan name its dim and numpy flattens: on a matrix, either reading is a guess.
+        raise SpecQuestion(f"{hit.text} along which dim? The text does not say, and a scan of a matrix could run "
+                           "along its rows, its columns or the flattened tensor", understood=inputs_said(scene),
+                           example=f"'{hit.text} along the last dim'")
+    if entry.dim == "last":
+        notes.append(f"{hit.text}: no axis given, read as the last dim (dim=-1)")
+        return {"dim": -1}
+    return {}
+
+
+def _widest_rank(scene: Scene) -> int:
+    return max((len(t.shape) for t in scene.types.values() if isinstance(t, TensorType)), default=0)
+
+
+def _param_example(entry: Entry) -> str:
+    required = [p.name for p in entry.params if p.required]
+    return f"'{entry.name} with {required[0]} = 8'" if required else f"'{entry.name} on x [1024, 1024]'"

@@ -1,0 +1,111 @@
+"""Benchmark the offline row engine on an accelerator: generate here, time there, one table.
+
+    python scripts/bench_rows.py generate DIR          (any machine: read each spec, write the files per variant)
+    python scripts/bench_rows.py run DIR OUT [--variants] (the accelerator: the defaults, or else the variants)
+
+`generate` writes DIR/<n>_<op>/<variant>/ with the four files: `default` (the schedule and configuration a job
+starts from, timed beside torch.compile), and with --variants the other schedule's default and the two
+best-ranked configurations of the default schedule's search space (timed without torch.compile).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SPECS = [
+    "row sum: torch.sum(x, dim=-1) x [8192, 4096] fp32",
+    "row max: torch.amax(x, dim=-1) x [8192, 4096] fp32",
+    "torch.mean(x, dim=1) x [64, 512, 1024] fp32",
+    "softmax over the last dim of x [4096, 32000] fp16",
+    "log_softmax over the last dim of x [4096, 32000] fp32",
+    "F.layer_norm(x, (4096,), w, b) x [8192, 4096] w [4096] b [4096] fp16",
+    "F.rms_norm(x, (4096,), w) x [8192, 4096] w [4096] bf16",
+    "F.normalize(x, dim=-1) x [8192, 4096] fp32",
+    "torch.cumsum(x, dim=-1) x [8192, 4096] fp32",
+    "softmax over the last dim of x [8192, 5000] fp16",
+    "softmax over the last dim of x [2048, 50257] fp32",
+]
+
+
+def generate(folder: Path, variants: bool) -> None:
+    """Read each spec and write its variants' files."""
+    from agent.generators.base import LaunchConfig
+    from agent.generators.offline.dispatch import OfflineGenerator
+    from agent.reader.read import read_spec
+    from agent.runtime.devices import DeviceInfo
+
+    generator = OfflineGenerator()
+    device = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+    for index, text in enumerate(SPECS):
+        spec = read_spec(text)
+        refusal = generator.refusal(spec)
+        if refusal:
+            raise SystemExit(f"{text}: {refusal}")
+        schedules = generator.schedules(spec)
+        configs = {"default": generator.default_config(spec, schedules[0], device)}
+        if variants:
+            configs["other_schedule"] = generator.default_config(spec, schedules[1], device)
+            for rank, config in enumerate(generator.config_space(spec, schedules[0], device).kept[:2]):
+                if config not in configs.values():
+                    configs[f"search{rank}"] = config
+            # Hand-picked probes of the space's corners: fewer warps per row, wide lane tiles for strided dims.
+            probes = {"warps4": configs["default"].model_copy(update={"num_warps": 4}),
+                      "lanes128": LaunchConfig(schedule="looped_row", block_size=32, block_m=128, num_warps=4),
+                      "lanes256": LaunchConfig(schedule="looped_row", block_size=16, block_m=256, num_warps=8)}
+            for name, config in probes.items():
+                if config not in configs.values() and (name == "warps4" or "dim=1" in text):
+                    configs[name] = config
+        for name, config in configs.items():
+            out = folder / f"{index:02d}_{spec.name}" / name
+            out.mkdir(parents=True, exist_ok=True)
+            for file_name, source in generator.generate(spec, config).files.items():
+                (out / file_name).write_text(source)
+            (out / "meta.json").write_text(json.dumps({"spec": text, "op": spec.name, "config": config.label()}))
+
+
+def run(folder: Path, out: Path) -> None:
+    """Time every variant in turn and print one row per spec (default) and the best variant."""
+    rows = []
+    for variant in sorted(p for p in folder.glob("*/*") if p.is_dir()):
+        if ("--variants" in sys.argv) == (variant.name == "default"):
+            continue  # one call times the defaults beside torch.compile, another the variants
+        meta = json.loads((variant / "meta.json").read_text())
+        result_file = out / f"{variant.parent.name}-{variant.name}.json"
+        args = [sys.executable, f"{meta['op']}_performance.py", "--json", str(result_file)]
+        if variant.name != "default":
+            args.append("--no-compile")
+        start = time.time()
+        done = subprocess.run(args, cwd=variant, capture_output=True, text=True, timeout=300)
+        (out / f"{variant.parent.name}-{variant.name}.log").write_text(done.stdout + done.stderr)
+        if not result_file.exists():
+            print(f"{variant}: no result ({done.returncode}): {(done.stdout + done.stderr)[-400:]}")
+            continue
+        result = json.loads(result_file.read_text())
+        for case in result.get("cases", []):
+            rows.append({"spec": meta["spec"], "variant": variant.name, "config": meta["config"],
+                         "seconds": round(time.time() - start, 1), "copy_gbs": result.get("copy_gbs"), **case})
+    (out / "rows.json").write_text(json.dumps(rows, indent=1))
+    print(f"{'spec':58} {'variant':14} {'triton ms':>9} {'GB/s':>7} {'%copy':>6} {'x eager':>7} {'x compile':>9}")
+    for row in rows:
+        compile_x = row.get("speedup_vs_compile")
+        shown = "-" if compile_x is None else f"{compile_x:.2f}"
+        print(f"{row['spec'][:58]:58} {row['variant']:14} {row['triton_ms']:9.4f} {row['gbs']:7.0f} "
+              f"{row['pct_of_copy']:6.1f} {row['speedup']:7.2f} {shown:>9}")
+    defaults = [r for r in rows if r["variant"] == "default" and r.get("speedup_vs_compile")]
+    if defaults:
+        geomean = math.exp(sum(math.log(r["speedup_vs_compile"]) for r in defaults) / len(defaults))
+        print(f"geomean speedup vs torch.compile over {len(defaults)} default kernels: x{geomean:.3f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "generate":
+        generate(Path(sys.argv[2]), "--variants" in sys.argv)
+    else:
+        os.environ.setdefault("PYTHONUNBUFFERED", "1")
+        run(Path(sys.argv[2]), Path(sys.argv[3]))

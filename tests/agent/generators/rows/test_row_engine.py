@@ -1,0 +1,64 @@
+"""The row engine's pieces a user meets: which specs it takes, what it refuses and why, how it addresses inputs."""
+
+import pytest
+
+from agent.generators.offline.dispatch import OfflineGenerator
+from agent.generators.offline.rows.views import group_strides
+from agent.reader import read_spec
+from agent.runtime.devices import DeviceInfo
+from agent.spec import OpSpec, TensorSpec, safe_name
+
+H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+
+
+def test_a_layer_norm_weight_is_read_along_the_row_and_broadcast_over_rows() -> None:
+    assert group_strides((96,), (4, 96), 1, 2) == (0, 1, 0)
+    assert group_strides((4, 96), (4, 96), 1, 2) == (96, 1, 0)
+
+
+def test_a_reduction_over_a_middle_dim_walks_it_by_stride_without_a_copy() -> None:
+    assert group_strides((64, 512, 1024), (64, 512, 1024), 1, 2) == (512 * 1024, 1024, 1)
+
+
+def test_an_input_broadcast_along_part_of_a_group_is_refused_with_its_shape() -> None:
+    with pytest.raises(ValueError, match=r"\(3, 1\)"):
+        group_strides((3, 1), (3, 4, 5), 0, 2)
+
+
+@pytest.mark.parametrize("text", ["cross entropy of logits [32, 1000] with target [32]",
+                                  "torch.sum(x, dim=(0, 2)) x [3, 4, 5]"])
+def test_what_the_row_engine_cannot_write_is_refused_with_the_reason(text: str) -> None:
+    refusal = OfflineGenerator().refusal(read_spec(text))
+    assert refusal is not None
+    assert "does not lower loss op cross_entropy yet" in refusal or "not adjacent" in refusal
+
+
+def test_shape_cases_of_different_ranks_are_refused_before_a_kernel_is_written() -> None:
+    refusal = OfflineGenerator().refusal(read_spec("softmax over the last dim of x, shapes [8, 100] and [2, 3, 100]"))
+    assert refusal is not None and "ranks [2, 3]" in refusal
+
+
+def test_a_turned_off_engine_is_named_in_the_refusal() -> None:
+    refusal = OfflineGenerator(["elementwise"]).refusal(read_spec("cumsum of x [8, 300] along the last dim"))
+    assert refusal is not None and "scans" in refusal and "KERNELGEN_OFFLINE_ENGINES" in refusal
+
+
+def test_long_rows_start_looped_and_short_rows_start_in_registers() -> None:
+    generator = OfflineGenerator()
+    assert generator.schedules(read_spec("softmax of x [64, 1000] along dim -1"))[0] == "whole_row"
+    assert generator.schedules(read_spec("softmax of x [64, 50257] along dim -1"))[0] == "looped_row"
+
+
+def test_the_search_space_of_a_long_row_drops_tiles_that_would_spill() -> None:
+    space = OfflineGenerator().config_space(read_spec("softmax of x [4096, 32000] along dim -1 fp16"), "whole_row",
+                                            H100)
+    assert space.kept and "register spills" in space.summary()
+    assert all(c.num_warps >= 16 for c in space.kept)
+
+
+def test_an_operator_named_after_a_python_builtin_is_renamed_by_the_reader_and_refused_in_a_spec() -> None:
+    assert read_spec("row sum of x [4, 8]").name == "reduce_sum"
+    assert safe_name("abs") == "abs_op"
+    with pytest.raises(ValueError, match="reduce_max"):
+        OpSpec(name="max", formula="amax(x, dim=-1)",
+               inputs=[TensorSpec(name="x", shapes=[[4, 8]], dtypes=["float32"])])
