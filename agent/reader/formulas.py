@@ -38,6 +38,9 @@ class Formula:
     spaced_call: str | None = None  # `NAME (formula)`: the NAME written just before the parentheses
 
 
+_CALL_KEEPDIM = re.compile(r"\bkeepdim\s*=\s*(?:True|False)\b")
+
+
 def formula_view(ledger: Ledger, dims: list[DimPhrase]) -> str:
     """Return the masked text with axis phrases inside a call's parentheses written as `, dim=...`."""
     chars = list(ledger.masked())
@@ -54,6 +57,9 @@ def formula_view(ledger: Ledger, dims: list[DimPhrase]) -> str:
         width = phrase.end - phrase.start
         if len(replacement) <= width:
             chars[phrase.start:phrase.end] = list(replacement.ljust(width))
+    for m in _CALL_KEEPDIM.finditer(text):
+        if _depth_before(text, m.start()) > 0:  # a call's own keyword: the call reads it, not the keepdim pass
+            chars[m.start():m.end()] = list(m.group())
     return "".join(chars)
 
 

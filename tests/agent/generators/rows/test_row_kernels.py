@@ -16,7 +16,7 @@ from agent.generators.offline.dispatch import OfflineGenerator
 from agent.ir.edges import edge_cases
 from agent.reader import read_spec
 from agent.runtime.devices import DeviceInfo
-from agent.spec import OpSpec, TensorSpec
+from agent.spec import OpSpec
 from tests.agent.generators.kernels import load_triton_module
 
 CPU = DeviceInfo(kind="cpu", name="cpu")
@@ -25,7 +25,7 @@ Reference = Callable[..., torch.Tensor]
 CASES: list[tuple[str, Reference]] = [
     ("row sum of x [6, 70]", lambda x: x.sum(-1)),
     ("x [6, 70] 按行求和", lambda x: x.sum(-1)),
-    ("formula: amax(x, dim=-1, keepdim=True)", lambda x: x.amax(-1, keepdim=True)),
+    ("torch.amax(x, dim=-1, keepdim=True), x [5, 40] fp32", lambda x: x.amax(-1, keepdim=True)),
     ("amin of x [7, 40] over dim 0", lambda x: x.amin(0)),
     ("prod of x [5, 12] along dim 1", lambda x: x.prod(1)),
     ("argmax of x [7, 33] along dim -1", lambda x: x.argmax(-1)),
@@ -53,11 +53,7 @@ CASES: list[tuple[str, Reference]] = [
 
 
 def _shapes(spec_text: str) -> tuple[OpSpec, list[dict[str, list[int]]]]:
-    if spec_text.startswith("formula: "):  # the reader drops keepdim=True today: the IR says it directly
-        spec = OpSpec(name="amax_keepdim", formula=spec_text.removeprefix("formula: "),
-                      inputs=[TensorSpec(name="x", shapes=[[5, 40]], dtypes=["float32"])])
-    else:
-        spec = read_spec(spec_text)
+    spec = read_spec(spec_text)
     first = spec.shape_cases()[0]
     edges = edge_cases(spec.expr, first, spec.dtype_cases()[0], {p.name: p.value for p in spec.params})
     return spec, [first, *edges[:2]]
