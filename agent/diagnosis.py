@@ -13,9 +13,12 @@ from pydantic import BaseModel
 
 from agent.generators.base import LaunchConfig, Schedule, parse_label
 from agent.roofline import Placement
+from agent.targets import limit_reached
 
 # Within this share of the roofline a version has little left to gain: stop.
 NEAR_ROOFLINE_PCT = 95.0
+# The row engine's schedules (reductions, softmax, norms, scans) follow their own order.
+ROW_SCHEDULES = ("whole_row", "looped_row")
 
 
 class PatternHint(BaseModel):
@@ -74,15 +77,19 @@ def evidence_of(placement: Placement, counters: dict[str, float]) -> dict[str, A
 
 
 def diagnose_version(
-    placement: Placement, counters: dict[str, float], *, speedup: float, target: float,
+    placement: Placement, counters: dict[str, float], *, speedup: float, target: float | None,
     current: LaunchConfig, schedules: list[Schedule], row_broadcast: bool,
-    done: set[str], patterns: list[PatternHint],
+    done: set[str], patterns: list[PatternHint], compile_speedup: float | None = None,
 ) -> Diagnosis:
-    """Name the bottleneck of the best version and pick the next untried action (or stop)."""
-    evidence = evidence_of(placement, counters) | {"speedup": round(speedup, 3), "target": target}
+    """Name the best version's bottleneck and pick the next untried action, or stop (target met, or the limit)."""
+    evidence = evidence_of(placement, counters) | {"speedup": round(speedup, 3), "target": target} | (
+        {"speedup_vs_compile": round(compile_speedup, 3)} if compile_speedup is not None else {})
     bottleneck = placement.bound
-    if speedup >= target:
+    if target is not None and speedup >= target:
         return _stop(bottleneck, evidence, f"target met: x{speedup:.3f} ≥ x{target}")
+    at_limit = limit_reached(placement.worst.pct_of_roofline, compile_speedup) if target is None else None
+    if at_limit is not None:
+        return _stop(bottleneck, evidence, at_limit)
     if placement.worst.pct_of_roofline >= NEAR_ROOFLINE_PCT:
         return _stop(bottleneck, evidence, f"within {100 - NEAR_ROOFLINE_PCT:.0f}% of the roofline "
                      f"({placement.worst.pct_of_roofline:.1f}%): no schedule can gain much more")
@@ -126,7 +133,11 @@ def _rule_order(
     if "rows" in switches and not row_broadcast:
         del switches["rows"]  # a 2-D tile only pays where an input is shared across rows
     order: list[str]
-    if bottleneck == "compute":
+    if current in ROW_SCHEDULES:
+        other = "whole_row" if current == "looped_row" else "looped_row"
+        # A memory-bound looped row re-reads its input once per reduction level: one pass in registers first.
+        order = [other, "search"] if bottleneck == "memory" and current == "looped_row" else ["search", other]
+    elif bottleneck == "compute":
         order = ["rows", "search", "persistent", "flat"]
     elif bottleneck == "under-utilized":
         order = ["search", "flat", "rows", "persistent"]
@@ -183,6 +194,12 @@ _SWITCH_WHY = {
     "persistent": "Program start-up and tail effects: a fixed grid of a few programs per SM looping over tiles "
                   "(grid-stride, NUM_STAGES pipelining) amortizes them (logic edit, then a search).",
     "flat": "Back to the 1-D contiguous schedule, the simplest access pattern (logic edit, then a search).",
+    "whole_row": "The looped row reads its input from memory once per reduction level and once more to write "
+                 "(two or three passes for softmax and norms); holding each row in registers reads it once "
+                 "(logic edit: all four files regenerated, then its configurations searched).",
+    "looped_row": "A row held whole in registers spills or leaves too few programs per SM when rows are long: "
+                  "loop over the row in chunks instead (logic edit, then a search).",
 }
 _SWITCH_GAIN = {"rows": "+5-20% (grid layout, data reuse)", "persistent": "+0-10% (scheduling overhead)",
-                "flat": "+0-10%"}
+                "flat": "+0-10%", "whole_row": "+20-60% (fewer passes over the input)",
+                "looped_row": "+0-30% (no spills on long rows)"}

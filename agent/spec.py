@@ -109,7 +109,7 @@ class OpSpec(BaseModel):
     params: list[ScalarSpec] = []
     output: str = "out"
     device: Device = "auto"
-    target_speedup: float = Field(default=1.0, gt=0)
+    target_speedup: float | None = Field(default=None, gt=0)  # None: aim for the limit (agent.targets)
     tolerances: dict[str, Tolerance] = Field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     max_rounds: int = Field(default=MAX_ROUNDS, ge=1, le=MAX_ROUNDS)
     # custom only: the output shape of each shape case, odd shapes worth testing, FLOPs per output element.

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from agent.generators.base import LaunchConfig, parse_label
 from agent.state import JobRequest, JobState
+from agent.targets import standing
 from kernelgen.admin import users_app
 from kernelgen.settings import Settings
 
@@ -35,7 +36,9 @@ def run(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder [kernelgen_out/<op>].")] = None,
     device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
     rounds: Annotated[int | None, typer.Option(help="Max optimization rounds (1-5).")] = None,
-    target_speedup: Annotated[float | None, typer.Option(help="Speedup over eager PyTorch to aim for.")] = None,
+    target_speedup: Annotated[float | None, typer.Option(
+        help="Stop once this many times faster than eager PyTorch (default: optimize to the limit, 90% of the "
+             "roofline and at least torch.compile).")] = None,
     initial_block_size: Annotated[int | None, typer.Option(help="Start from this BLOCK_SIZE.")] = None,
     initial_num_warps: Annotated[int | None, typer.Option(help="Start from this num_warps.")] = None,
     initial_config: Annotated[str | None, typer.Option(
@@ -102,14 +105,19 @@ def _print_summary(final: JobState) -> None:
         return
     reduced = status == "verified" and final.get("coverage", {}).get("shapes") == "reduced"
     table = Table(title=f"{final['spec'].name}: {status}{' on reduced shapes only' if reduced else ''}")
-    for column in ("round", "edit", "change", "config", "accuracy", "speedup", "GB/s", "% of copy", "kept"):
+    for column in ("round", "edit", "change", "config", "accuracy", "x eager", "x compile", "% roofline", "GB/s",
+                   "% of copy", "kept"):
         table.add_column(column, overflow="fold")
-    for r in final.get("rounds", []):
+    rounds = final.get("rounds", [])
+    for r in rounds:
         cases = r.performance.get("cases", [])
         gbs = min((c["gbs"] for c in cases), default=None)
+        figures = standing(rounds[0], r)
+        compiled, roofline = figures["speedup_vs_compile"], figures["pct_of_roofline"]
         table.add_row(
             str(r.index), r.edit_type, r.action or "-", r.config.label(), r.accuracy_status,
             f"x{r.speedup:.3f}" if r.speedup else r.performance_status,
+            f"x{compiled:.3f}" if compiled else "-", f"{roofline:.1f}" if roofline else "-",
             f"{gbs:.0f}" if gbs else "-", f"{r.pct_of_copy:.1f}" if r.pct_of_copy else "-",
             "best" if r.index == final.get("best_round") else ("yes" if r.accepted else "no"),
         )

@@ -90,6 +90,7 @@ def run(folder: Path, out: Path) -> None:
         for case in result.get("cases", []):
             rows.append({"spec": meta["spec"], "variant": variant.name, "config": meta["config"],
                          "seconds": round(time.time() - start, 1), "copy_gbs": result.get("copy_gbs"), **case})
+            print(json.dumps(rows[-1]), flush=True)  # as it goes: a run cut short still reports what it timed
     (out / "rows.json").write_text(json.dumps(rows, indent=1))
     print(f"{'spec':58} {'variant':14} {'triton ms':>9} {'GB/s':>7} {'%copy':>6} {'x eager':>7} {'x compile':>9}")
     for row in rows:

@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 
 from agent.llm.client import Message
+from agent.targets import target_text
 from prompts import PROMPT_DIR
 
 STAGES = ("requirements", "definition", "triton", "baseline", "accuracy", "performance", "repair", "diagnosis",
@@ -21,6 +22,7 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(PROMPT_DIR), undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
     )
+    env.filters["target_text"] = target_text
     env.filters["tojson_pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
     return env
 

@@ -12,6 +12,7 @@ from agent.llm.authoring import hints_of, propose
 from agent.llm.client import LlmError
 from agent.roofline import Placement
 from agent.state import JobState, RoundRecord
+from agent.targets import limit_reached, stalled, vs_compile
 
 EXHAUSTED = "every schedule and parameter search"
 
@@ -29,12 +30,13 @@ def diagnose(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     placement = Placement.model_validate(best.profile["roofline"])
     counters = best.profile.get("counters", {})
     speedup = best.speedup or 0.0
+    compile_speedup = vs_compile(rounds[0], best)
     if state["best_files"].origin == "offline":
         diagnosis = diagnose_version(
             placement, counters, speedup=speedup, target=spec.target_speedup,
             current=best.config, schedules=ctx.generator.schedules(spec),
             row_broadcast=state.get("category", "").endswith("row-broadcast"),
-            done=set(state.get("done", [])), patterns=state.get("patterns", []),
+            done=set(state.get("done", [])), patterns=state.get("patterns", []), compile_speedup=compile_speedup,
         )
         if diagnosis.action is not None:
             ctx.report("diagnose", _summary(diagnosis))
@@ -45,10 +47,14 @@ def diagnose(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
             return {"proposal": None, "message": message, "status": "verified"}
         rule = f"{diagnosis.bottleneck}-bound; {diagnosis.stop_reason}"
     else:
-        if speedup >= spec.target_speedup or placement.worst.pct_of_roofline >= NEAR_ROOFLINE_PCT:
-            message = (f"target met: x{speedup:.3f} ≥ x{spec.target_speedup}" if speedup >= spec.target_speedup
-                       else f"within {100 - NEAR_ROOFLINE_PCT:.0f}% of the roofline "
-                            f"({placement.worst.pct_of_roofline:.1f}%)") + f"; best is v{best.index}"
+        target = spec.target_speedup
+        done_why = (f"target met: x{speedup:.3f} ≥ x{target}" if target is not None and speedup >= target
+                    else limit_reached(placement.worst.pct_of_roofline, compile_speedup) if target is None
+                    else None)
+        if done_why is None and placement.worst.pct_of_roofline >= NEAR_ROOFLINE_PCT:
+            done_why = f"within {100 - NEAR_ROOFLINE_PCT:.0f}% of the roofline ({placement.worst.pct_of_roofline:.1f}%)"
+        if done_why is not None:
+            message = f"{done_why}; best is v{best.index}"
             ctx.report("diagnose", message)
             return {"proposal": None, "message": message, "status": "verified"}
         rule = f"{placement.bound}-bound: {placement.why}"
@@ -112,4 +118,7 @@ def _stop_reason(state: JobState) -> str | None:
     optimization_rounds = [r for r in rounds if r.repair_of is None]
     if len(optimization_rounds) > spec.max_rounds:
         return f"all {spec.max_rounds} optimization rounds used; best is v{best.index} at x{best.speedup:.3f}"
+    no_gain = stalled(rounds)
+    if no_gain is not None:
+        return f"{no_gain}; best is v{best.index} at x{best.speedup:.3f}"
     return None

@@ -11,6 +11,7 @@ from agent.context import JobContext
 from agent.coverage import Coverage, checked_result, coverage_of
 from agent.output import write_artifact
 from agent.state import JobState
+from agent.targets import standing, target_text
 from storage import crud
 
 
@@ -63,7 +64,7 @@ def best_coverage(state: JobState) -> Coverage | None:
 
 
 def _report(state: JobState, status: str) -> dict[str, Any]:
-    spec, rounds = state["spec"], state.get("rounds", [])
+    spec, rounds, best = state["spec"], state.get("rounds", []), state.get("best_round")
     best_files = state.get("best_files")
     device = state.get("device")
     return {
@@ -76,7 +77,9 @@ def _report(state: JobState, status: str) -> dict[str, Any]:
         "status": status,
         "message": state.get("message", ""),
         "target_speedup": spec.target_speedup,
+        "target": target_text(spec.target_speedup),
         "best_round": state.get("best_round"),
+        "best": standing(rounds[0], rounds[best]) if rounds and best is not None and best < len(rounds) else None,
         "rounds": [r.model_dump(exclude={"triton_source"}) for r in rounds],
         "refused_edits": state.get("refusals", []),
         "spec": spec.model_dump(),

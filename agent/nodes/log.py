@@ -13,6 +13,7 @@ from agent.coverage import checked_result, coverage_of
 from agent.documents import render
 from agent.output import write_artifact
 from agent.state import JobState, RoundRecord
+from agent.targets import limit_reached, standing
 from storage import crud
 from storage.models import OptimizationPattern, Round
 
@@ -34,9 +35,13 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     if record.accuracy_status not in ("unchanged", "search failed"):
         write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
                        files.source("triton"), record.index)
+    figures = standing(rounds[0], record)
+    pct, compile_speedup = figures["pct_of_roofline"], figures["speedup_vs_compile"]
     section = render(
         "round.md.j2", r=record, base=best, target=spec.target_speedup, device=state["device"].name,
         shapes=", ".join(str(c) for c in spec.shape_cases()), fmt=_fmt, pattern=pattern, coverage=_coverage(record),
+        compile_speedup=compile_speedup, pct_of_roofline=pct,
+        target_met=_target_met(record, spec.target_speedup, pct, compile_speedup),
     )
     previous = "" if not rounds[:-1] else _read_log(ctx, job_id)
     header = f"# Optimization log: `{spec.name}`\n\n" if not previous else ""
@@ -62,6 +67,16 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     elif best is not None:
         updates["files"] = state["best_files"]  # revert: the next round starts from the best version
     return updates
+
+
+def _target_met(record: RoundRecord, target: float | None, pct: float | None, compile_speedup: float | None) -> str:
+    """Say whether this version meets the target: the stated speedup, or else the limit."""
+    if record.speedup is None or (target is None and pct is None):
+        return "not measured"
+    if target is not None:
+        return "yes" if record.speedup >= target else "no"
+    assert pct is not None
+    return "yes" if limit_reached(pct, compile_speedup) else "no"
 
 
 def _coverage(record: RoundRecord) -> str:

@@ -212,3 +212,35 @@ def test_one_change_filed_under_two_bottlenecks_ranks_by_its_best_row() -> None:
         assert diagnosis.action is not None and diagnosis.action.key == SEARCH
         assert diagnosis.action.preferred == [LaunchConfig(schedule="flat", block_size=2048, num_warps=2)]
         assert "helped 2 of 2 times" in diagnosis.predicted_gain
+
+
+ROW_SCHEDULES: list[Schedule] = ["looped_row", "whole_row"]
+
+
+def _row_sequence(current: LaunchConfig, bottleneck: str) -> list[str]:
+    """Follow a row kernel's diagnoses on the recorded figures, moved to `bottleneck`, until one stops."""
+    placement, counters = _placed("A_poor_start_target_5", 0)
+    placement = placement.model_copy(update={"bound": bottleneck})
+    done: list[str] = []
+    while (d := diagnose_version(placement, counters, speedup=1.0, target=None, current=current,
+                                 schedules=ROW_SCHEDULES, row_broadcast=False, done=set(done),
+                                 patterns=[])).action is not None:
+        done.append(d.action.key)
+    assert d.stop_reason is not None
+    return done
+
+
+def test_a_memory_bound_looped_row_first_tries_the_row_in_registers_then_searches() -> None:
+    looped = LaunchConfig(schedule="looped_row", block_size=2048, block_m=1, num_warps=4)
+    placement, counters = _placed("A_poor_start_target_5", 0)
+    first = diagnose_version(placement, counters, speedup=1.0, target=None, current=looped, schedules=ROW_SCHEDULES,
+                             row_broadcast=False, done=set(), patterns=[])
+    assert first.action is not None and first.action.key == switch_key("looped_row", "whole_row")
+    assert first.action.expected_edit == "logic" and "once per reduction level" in first.change
+    assert _row_sequence(looped, "memory") == [switch_key("looped_row", "whole_row"), search_key("looped_row")]
+
+
+def test_a_row_in_registers_searches_first_then_tries_the_looped_row() -> None:
+    whole = LaunchConfig(schedule="whole_row", block_m=1, num_warps=16)
+    for bottleneck in ("memory", "under-utilized", "compute"):
+        assert _row_sequence(whole, bottleneck) == [search_key("whole_row"), switch_key("whole_row", "looped_row")]

@@ -46,7 +46,7 @@ def test_a_turned_off_engine_is_named_in_the_refusal() -> None:
 def test_long_rows_start_looped_and_short_rows_start_in_registers() -> None:
     generator = OfflineGenerator()
     assert generator.schedules(read_spec("softmax of x [64, 1000] along dim -1"))[0] == "whole_row"
-    assert generator.schedules(read_spec("softmax of x [64, 50257] along dim -1"))[0] == "looped_row"
+    assert generator.schedules(read_spec("softmax of x [64, 50257] along dim -1")) == ["looped_row"]  # would spill
 
 
 def test_the_search_space_of_a_long_row_drops_tiles_that_would_spill() -> None:
