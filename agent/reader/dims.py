@@ -20,7 +20,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_AXIS}\s*(?:=|:)\s*(?P<int>{_INT})\b", re.I), "int"),
     (re.compile(rf"\b(?:over|along|across|on|in|reduce|reducing|at)\s+(?:the\s+)?{_AXIS}\s+(?P<int>{_INT})\b"
                 rf"(?:\s*(?:and|,|&)\s*(?P<int2>{_INT})\b)?", re.I), "int"),
-    (re.compile(rf"\b{_AXIS}\s+(?P<int>{_INT})(?!\s*[\]\w.])(?:\s*(?:and|,|&)\s*(?P<int2>{_INT})\b)?", re.I), "int"),
+    # `dim 1` but not `dim 1024]` or `dim 3x`; a CJK word after it (`在 dim 1 上`) is not part of the number.
+    (re.compile(rf"\b{_AXIS}\s+(?P<int>{_INT})(?!\s*[\]A-Za-z0-9_.])(?:\s*(?:and|,|&)\s*(?P<int2>{_INT})\b)?",
+                re.I), "int"),
     (re.compile(r"\blastdim\b|\blast_dim\b", re.I), "last"),
     (re.compile(r"\b(?:dimension\s+)?order\s*(?:of\s+)?(?:=|:|to|is)?\s*(?P<tuple>[\[(]\s*\d+(?:\s*,\s*\d+)+\s*[\])])"
                 r"|\bpermute\w*\b[^.;\n\[(]{0,60}?\bto\s+(?:the\s+)?(?:dimension\s+order\s+)?(?P<tuple2>[\[(]\s*\d+"
