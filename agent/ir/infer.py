@@ -22,10 +22,10 @@ def torch_dtype(name: str) -> torch.dtype:
     return _TORCH_DTYPES[name]
 
 
-def infer(expr: Expr, types: dict[str, ValueType]) -> ValueType:
+def infer(expr: Expr, types: dict[str, ValueType], memo: dict[Expr, ValueType] | None = None) -> ValueType:
     """Return the type of expr given its inputs' and parameters' types; IRError names the node that fails."""
-    memo: dict[Expr, ValueType] = {}
-    return _infer(expr, types, memo)
+    # A caller typing many expressions that share subtrees passes one memo for all (`types` may only grow).
+    return _infer(expr, types, {} if memo is None else memo)
 
 
 def _infer(expr: Expr, types: dict[str, ValueType], memo: dict[Expr, ValueType]) -> ValueType:

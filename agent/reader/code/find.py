@@ -20,6 +20,9 @@ _START = re.compile(r"^(?:import |from [\w.]+ import |def |class |async def |@|[
                     r"\s*=(?!=))")
 _HELPERS = {"get_inputs", "get_init_inputs"}
 _MAX_LINES = 400
+# Characters the search for bare code may parse in all (about a second): trying every start and end line is
+# cubic in the worst case (minutes for 400 lines of unclosed calls sent to POST /read); past this it is prose.
+_PARSE_BUDGET_CHARS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -65,16 +68,43 @@ def _bare(text: str) -> CodeSource | None:
     if whole and _parses(whole) and _is_code(whole, fenced=True):
         return CodeSource(whole + "\n", "", _kind(whole))
     starts = [i for i, line in enumerate(lines) if _START.match(line)]
+    budget = _PARSE_BUDGET_CHARS
     for start in starts:
         # Code ends on a non-blank line, never in the middle of an indented block.
         ends = [e for e in range(len(lines), start, -1)
                 if lines[e - 1].strip() and (e == len(lines) or not lines[e].strip() or not lines[e][:1].isspace())]
         for end in ends:
             chunk = "\n".join(lines[start:end])
-            if _parses(chunk) and _is_code(chunk, fenced=False):
-                prose = "\n".join(lines[:start] + lines[end:])
-                return CodeSource(chunk.strip("\n") + "\n", _tidy(prose), _kind(chunk))
+            budget -= len(chunk)
+            if budget < 0:
+                return None
+            error = _syntax_error_line(chunk)
+            if error is None:
+                if _is_code(chunk, fenced=False):
+                    prose = "\n".join(lines[:start] + lines[end:])
+                    return CodeSource(chunk.strip("\n") + "\n", _tidy(prose), _kind(chunk))
+            elif error == 1 and _closed(lines[start]):
+                break  # a prose line that looks like an assignment: no chunk starting here parses
     return None
+
+
+def _syntax_error_line(source: str) -> int | None:
+    """Return the line of the first syntax error (1 for the first line), or None when source parses."""
+    try:
+        parse_python(source)
+    except SyntaxError as exc:
+        return exc.lineno or 0
+    except ValueError:
+        return 0
+    return None
+
+
+def _closed(line: str) -> bool:
+    """Tell whether a line stands alone: brackets balanced, no continuation, no block opener."""
+    stripped = line.rstrip()
+    counts = [stripped.count(c) for c in "([{)]}"]
+    return (counts[0] + counts[1] + counts[2] == counts[3] + counts[4] + counts[5]
+            and not stripped.endswith(("\\", ":", ",")) and '"""' not in stripped and "'''" not in stripped)
 
 
 def _parses(source: str) -> bool:

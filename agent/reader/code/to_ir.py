@@ -58,6 +58,9 @@ class _Walker(CallReader):
         self.static: set[str] = set()
         self.inputs: dict[str, GraphInput] = {}
         self.types: dict[str, ValueType] = {}
+        # Types of the subtrees read so far: each node's check reuses them (typing the whole tree again at every
+        # node was quadratic, minutes for a loop of a few hundred steps).
+        self.typed: dict[Expr, ValueType] = {}
         self.used_names: set[str] = set()
         self.paths: dict[str, str] = {}  # module path -> IR name
 
@@ -132,7 +135,7 @@ class _Walker(CallReader):
             return result
         assert isinstance(result, (Ref, Node))
         try:
-            found = infer(result, self.types)
+            found = infer(result, self.types, self.typed)
         except IRError as exc:
             return self.problem(str(exc))
         want = TensorType(recorded["dtype"], tuple(recorded["shape"]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from conftest import CODE_CASES
 
@@ -117,3 +119,18 @@ def test_every_corpus_code_spec_is_found() -> None:
         found = find_code(case.spec)
         assert found is not None, case.id
         assert found.kind == ("module" if "class Model" in case.spec else "function"), case.id
+
+
+def test_lines_of_unclosed_calls_end_as_prose_in_bounded_time() -> None:
+    # Every line looks like the start of code and none closes: each start and end was tried (minutes at 400 lines).
+    text = "\n".join(f"y{i} = foo(" + "a, " * 40 for i in range(399))
+    started = time.perf_counter()
+    assert find_code(text) is None
+    assert time.perf_counter() - started < 20
+
+
+def test_code_after_many_prose_lines_that_look_like_assignments_is_still_found() -> None:
+    prose = "\n".join(f"x = the input tensor, note {i}" for i in range(200))
+    found = find_code(f"{prose}\n{KERNELBENCH}\nshapes as in get_inputs")
+    assert found is not None and found.kind == "module"
+    assert found.source.startswith("import torch\n") and "note 199" in found.prose
