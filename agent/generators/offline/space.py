@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.generators.base import LaunchConfig, Schedule
 from agent.generators.offline.render import next_pow2
@@ -61,21 +62,26 @@ class Space:
 
 def config_space(facts: ShapeFacts, schedule: Schedule, preferred: Sequence[LaunchConfig] = ()) -> Space:
     """Enumerate a schedule's configurations, drop the ones the rules rule out, rank and cap the rest."""
-    candidates = list(_candidates(schedule, facts))
+    return pruned(schedule, list(_candidates(schedule, facts)), lambda c: _drop_reason(c, facts),
+                  lambda c: _rank(c, facts), preferred)
+
+
+def pruned(schedule: Schedule, candidates: list[LaunchConfig], drop_reason: Callable[[LaunchConfig], str | None],
+           rank: Callable[[LaunchConfig], Any], preferred: Sequence[LaunchConfig] = ()) -> Space:
+    """Keep the candidates no rule drops (counting why the others went), ranked, preferred first, capped."""
     space = Space(schedule=schedule, kept=[], candidates=len(candidates))
     for config in candidates:
-        reason = _drop_reason(config, facts)
+        reason = drop_reason(config)
         if reason is None:
             space.kept.append(config)
         else:
             space.dropped[reason] += 1
-    space.kept.sort(key=lambda c: _rank(c, facts))
-    wanted: list[LaunchConfig] = []
+    space.kept.sort(key=rank)
+    wanted: list[LaunchConfig] = []  # LaunchConfig is not hashable: no dict.fromkeys
     for config in preferred:
         if config.schedule == schedule and config in space.kept and config not in wanted:
             wanted.append(config)
-    rest = [c for c in space.kept if c not in wanted]
-    space.kept = (wanted + rest)[:MAX_CONFIGS]
+    space.kept = (wanted + [c for c in space.kept if c not in wanted])[:MAX_CONFIGS]
     return space
 
 

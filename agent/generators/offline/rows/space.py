@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from agent.generators.base import LaunchConfig, Schedule
 from agent.generators.offline.render import next_pow2
-from agent.generators.offline.space import Space
+from agent.generators.offline.space import Space, pruned
 
 ROWS_PER_PROGRAM = (1, 2, 4, 8, 16, 32, 64)
 CHUNKS = (256, 512, 1024, 2048, 4096, 8192)
@@ -18,7 +18,6 @@ WARPS = (1, 2, 4, 8, 16, 32)
 REGISTER_BUDGET = 64
 # A whole-row tile holds at most this many elements (the wrapper caps rows per program to stay under it).
 MAX_TILE_ELEMENTS = 32768
-MAX_CONFIGS = 16
 
 
 @dataclass(frozen=True)
@@ -73,17 +72,7 @@ def row_space(facts: RowFacts, schedule: Schedule, preferred: Sequence[LaunchCon
     else:
         candidates = [LaunchConfig(schedule="whole_row", block_m=m, num_warps=w)
                       for m, w in itertools.product(ROWS_PER_PROGRAM, warps)]
-    space = Space(schedule=schedule, kept=[], candidates=len(candidates))
-    for config in candidates:
-        reason = _drop_reason(config, facts)
-        if reason is None:
-            space.kept.append(config)
-        else:
-            space.dropped[reason] += 1
-    space.kept.sort(key=lambda c: _rank(c, facts))
-    wanted = [c for c in preferred if c.schedule == schedule and c in space.kept]
-    space.kept = (list(dict.fromkeys(wanted)) + [c for c in space.kept if c not in wanted])[:MAX_CONFIGS]
-    return space
+    return pruned(schedule, candidates, lambda c: _drop_reason(c, facts), lambda c: _rank(c, facts), preferred)
 
 
 def _drop_reason(config: LaunchConfig, facts: RowFacts) -> str | None:

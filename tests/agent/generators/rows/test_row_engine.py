@@ -56,6 +56,15 @@ def test_the_search_space_of_a_long_row_drops_tiles_that_would_spill() -> None:
     assert all(c.num_warps >= 16 for c in space.kept)
 
 
+def test_a_configuration_that_helped_before_is_measured_first_once() -> None:
+    spec = read_spec("softmax of x [256, 1000] along dim -1 fp16")
+    space = OfflineGenerator().config_space(spec, "looped_row", H100)
+    known = space.kept[-1]
+    again = OfflineGenerator().config_space(spec, "looped_row", H100, preferred=[known, known])
+    assert again.kept[0] == known and again.kept.count(known) == 1
+    assert len(again.kept) == len(space.kept)
+
+
 def test_an_operator_named_after_a_python_builtin_is_renamed_by_the_reader_and_refused_in_a_spec() -> None:
     assert read_spec("row sum of x [4, 8]").name == "reduce_sum"
     assert safe_name("abs") == "abs_op"
