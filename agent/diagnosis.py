@@ -85,14 +85,9 @@ def diagnose_version(
     evidence = evidence_of(placement, counters) | {"speedup": round(speedup, 3), "target": target} | (
         {"speedup_vs_compile": round(compile_speedup, 3)} if compile_speedup is not None else {})
     bottleneck = placement.bound
-    if target is not None and speedup >= target:
-        return _stop(bottleneck, evidence, f"target met: x{speedup:.3f} ≥ x{target}")
-    at_limit = limit_reached(placement.worst.pct_of_roofline, compile_speedup) if target is None else None
-    if at_limit is not None:
-        return _stop(bottleneck, evidence, at_limit)
-    if placement.worst.pct_of_roofline >= NEAR_ROOFLINE_PCT:
-        return _stop(bottleneck, evidence, f"within {100 - NEAR_ROOFLINE_PCT:.0f}% of the roofline "
-                     f"({placement.worst.pct_of_roofline:.1f}%): no schedule can gain much more")
+    done_why = good_enough(speedup, target, placement.worst.pct_of_roofline, compile_speedup)
+    if done_why is not None:
+        return _stop(bottleneck, evidence, done_why)
     options = [a for a in _rule_order(bottleneck, current.schedule, schedules, row_broadcast) if a[0].key not in done]
     if bottleneck == "latency/launch":
         options = [a for a in options if a[0].expected_edit == "parameter"]
@@ -114,6 +109,20 @@ def diagnose_version(
     gap = f"at most {100 * (100.0 / pct - 1.0):+.0f}% (the gap to the roofline)" if pct > 0 else "gap unknown"
     predicted = f"{expected}; {gap}"
     return Diagnosis(bottleneck=bottleneck, evidence=evidence, action=action, change=why, predicted_gain=predicted)
+
+
+def good_enough(speedup: float, target: float | None, pct_of_roofline: float,
+                compile_speedup: float | None) -> str | None:
+    """Say why the best version needs no further round (target met, the limit, near the roofline), or None."""
+    if target is not None and speedup >= target:
+        return f"target met: x{speedup:.3f} ≥ x{target}"
+    at_limit = limit_reached(pct_of_roofline, compile_speedup) if target is None else None
+    if at_limit is not None:
+        return at_limit
+    if pct_of_roofline >= NEAR_ROOFLINE_PCT:
+        return (f"within {100 - NEAR_ROOFLINE_PCT:.0f}% of the roofline ({pct_of_roofline:.1f}%): "
+                "no schedule can gain much more")
+    return None
 
 
 def _stop(bottleneck: str, evidence: dict[str, Any], reason: str) -> Diagnosis:

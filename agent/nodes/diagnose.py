@@ -7,12 +7,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
-from agent.diagnosis import NEAR_ROOFLINE_PCT, Diagnosis, diagnose_version, evidence_of
+from agent.diagnosis import Diagnosis, diagnose_version, evidence_of, good_enough
 from agent.llm.authoring import hints_of, propose
 from agent.llm.client import LlmError
 from agent.roofline import Placement
 from agent.state import JobState, RoundRecord
-from agent.targets import limit_reached, stalled, vs_compile
+from agent.targets import stalled, vs_compile
 
 EXHAUSTED = "every schedule and parameter search"
 
@@ -47,12 +47,7 @@ def diagnose(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
             return {"proposal": None, "message": message, "status": "verified"}
         rule = f"{diagnosis.bottleneck}-bound; {diagnosis.stop_reason}"
     else:
-        target = spec.target_speedup
-        done_why = (f"target met: x{speedup:.3f} ≥ x{target}" if target is not None and speedup >= target
-                    else limit_reached(placement.worst.pct_of_roofline, compile_speedup) if target is None
-                    else None)
-        if done_why is None and placement.worst.pct_of_roofline >= NEAR_ROOFLINE_PCT:
-            done_why = f"within {100 - NEAR_ROOFLINE_PCT:.0f}% of the roofline ({placement.worst.pct_of_roofline:.1f}%)"
+        done_why = good_enough(speedup, spec.target_speedup, placement.worst.pct_of_roofline, compile_speedup)
         if done_why is not None:
             message = f"{done_why}; best is v{best.index}"
             ctx.report("diagnose", message)
