@@ -1,6 +1,7 @@
 """Benchmark the offline row engine on an accelerator: generate here, time there, one table.
 
-    python scripts/bench_rows.py generate DIR          (any machine: read each spec, write the files per variant)
+    python scripts/bench_rows.py generate DIR [--match TEXT] (any machine: read each spec, or those holding TEXT,
+                                                        and write the files per variant)
     python scripts/bench_rows.py run DIR OUT [--variants] (the accelerator: the defaults, or else the variants)
 
 `generate` writes DIR/<n>_<op>/<variant>/ with the four files: `default` (the schedule and configuration a job
@@ -30,6 +31,11 @@ SPECS = [
     "torch.cumsum(x, dim=-1) x [8192, 4096] fp32",
     "softmax over the last dim of x [8192, 5000] fp16",
     "softmax over the last dim of x [2048, 50257] fp32",
+    "cross-entropy, logits [8192, 32000] fp16, labels [8192]",
+    "F.cross_entropy(x, t, reduction='none') x [8192, 32000] bf16 t [8192]",
+    "F.cross_entropy(x, t, label_smoothing=0.1) x [4096, 50257] fp32 t [4096]",
+    "mse loss of pred [8192, 4096] and target [8192, 4096] fp32",
+    "F.kl_div(a, b, reduction='batchmean') a [8192, 4096] b [8192, 4096] fp32",
 ]
 
 
@@ -42,7 +48,10 @@ def generate(folder: Path, variants: bool) -> None:
 
     generator = OfflineGenerator()
     device = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+    match = sys.argv[sys.argv.index("--match") + 1] if "--match" in sys.argv else ""
     for index, text in enumerate(SPECS):
+        if match not in text:
+            continue
         spec = read_spec(text)
         refusal = generator.refusal(spec)
         if refusal:
@@ -50,7 +59,8 @@ def generate(folder: Path, variants: bool) -> None:
         schedules = generator.schedules(spec)
         configs = {"default": generator.default_config(spec, schedules[0], device)}
         if variants:
-            configs["other_schedule"] = generator.default_config(spec, schedules[1], device)
+            if len(schedules) > 1:
+                configs["other_schedule"] = generator.default_config(spec, schedules[1], device)
             for rank, config in enumerate(generator.config_space(spec, schedules[0], device).kept[:2]):
                 if config not in configs.values():
                     configs[f"search{rank}"] = config

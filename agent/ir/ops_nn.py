@@ -19,8 +19,8 @@ def _norm(name: str, torch: str, flops: float, *params: Param, spellings: tuple[
     return OpDef(name, "norm", (X, *params), torch, per_input(flops), spellings=spellings)
 
 
-def _loss(name: str, torch: str, flops: float, *params: Param, spellings: tuple[str, ...] = ()) -> OpDef:
-    return OpDef(name, "loss", (X, TARGET, *params), torch, per_input(flops), spellings=spellings)
+def _loss(name: str, torch: str, flops: float, *params: Param, positive: tuple[str, ...] = ()) -> OpDef:
+    return OpDef(name, "loss", (X, TARGET, *params), torch, per_input(flops), positive=positive)
 
 
 register(
@@ -46,7 +46,7 @@ register(
     _loss("smooth_l1_loss", "F.smooth_l1_loss", 5, *LEGACY, REDUCTION, Param("beta", "scalar", 1.0)),
     _loss("huber_loss", "F.huber_loss", 5, REDUCTION, Param("delta", "scalar", 1.0)),
     _loss("kl_div", "F.kl_div", 4, *LEGACY, Param("reduction", "str", "mean", ("mean", "sum", "none", "batchmean")),
-          Param("log_target", "bool", False)),
+          Param("log_target", "bool", False), positive=("target",)),  # probabilities: log(target) is taken
     _loss("binary_cross_entropy_with_logits", "F.binary_cross_entropy_with_logits", 8, WEIGHT, *LEGACY,
           REDUCTION, Param("pos_weight", "tensor?")),
     OpDef("cosine_similarity", "loss", (Param("x1", "tensor"), Param("x2", "tensor"), Param("dim", "int", 1),

@@ -8,7 +8,8 @@ import torch
 
 from agent.ir import registry
 from agent.ir.evaluate import evaluate
-from agent.ir.expr import Const, Expr, Node, Ref, walk
+from agent.ir.expr import Const, Expr, Node, Ref
+from agent.ir.index_inputs import index_inputs
 from agent.ir.infer import infer, torch_dtype
 from agent.ir.types import IRError, ScalarType, TensorType, ValueType
 
@@ -32,7 +33,8 @@ def positive_inputs(expr: Expr) -> set[str]:
             for param, arg in zip(op.operands, e.args, strict=False):
                 needs = positive or param.name in op.positive or e.op == "div" and param.name == "other" or (
                     fractional and param.name == "input")
-                visit(arg, needs and op.family == "elementwise")
+                # Through elementwise ops a need reaches the inputs; other ops name their own (kl_div's target).
+                visit(arg, needs and op.family == "elementwise" or param.name in op.positive)
 
     visit(expr, False)
     return found
@@ -52,7 +54,8 @@ def sample(types: dict[str, ValueType], expr: Expr, seed: int) -> dict[str, obje
     """Draw float64 inputs (positive where needed, valid indices for integer inputs) for one seed."""
     generator = torch.Generator().manual_seed(seed)
     positive = positive_inputs(expr)
-    integers = _integer_bounds(expr, types)
+    integers = {name: found.high({n: t.shape for n, t in types.items() if isinstance(t, TensorType)})
+                for name, found in index_inputs(expr, types).items()}
     env: dict[str, object] = {}
     for name, t in types.items():
         if isinstance(t, ScalarType):
@@ -67,23 +70,6 @@ def sample(types: dict[str, ValueType], expr: Expr, seed: int) -> dict[str, obje
         else:
             env[name] = torch.randn(t.shape, generator=generator, dtype=torch.float64)
     return env
-
-
-def _integer_bounds(expr: Expr, types: dict[str, ValueType]) -> dict[str, int]:
-    bounds: dict[str, int] = {}
-    for e in walk(expr):
-        if not isinstance(e, Node) or e.op not in ("cross_entropy", "nll_loss", "gather", "index_select", "embedding"):
-            continue
-        data, index = (e.args[1], e.args[0]) if e.op == "embedding" else (e.args[0], e.args[1])
-        if not isinstance(index, Ref) or not isinstance(data, Ref):
-            continue
-        shape = types[data.name].shape if isinstance(types.get(data.name), TensorType) else ()  # type: ignore[union-attr]
-        if not shape:
-            continue
-        dim = e.attr("dim", 1 if e.op in ("cross_entropy", "nll_loss") else 0)
-        axis = 0 if e.op == "embedding" else dim if isinstance(dim, int) else 1
-        bounds[index.name] = shape[axis] if len(shape) > 1 or e.op != "cross_entropy" else shape[0]
-    return bounds
 
 
 def agree(a: Expr, b: Expr, types: dict[str, ValueType], seeds: int = 3) -> tuple[bool, str]:

@@ -86,7 +86,7 @@ def assemble(found: Found, norm: str, catalogue: Catalogue) -> OpSpec:
     notes += aligned
     _check_used(found, composition, order, expr, label)
     order = signature_order(expr, order)
-    dtypes = integer_dtypes(expr, dtypes, found)
+    dtypes = integer_dtypes(expr, dtypes, found, shapes)
     expr, cast_note = _output_dtype(expr, found, shapes, dtypes, params)
     notes += cast_note + _default_scale(expr, shapes)
     expr = _drop_default_scale(expr, shapes)

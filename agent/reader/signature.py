@@ -130,13 +130,18 @@ def first_case_types(shapes: dict[str, list[list[int]]], dtypes: dict[str, list[
     return types
 
 
-def integer_dtypes(expr: Expr, dtypes: dict[str, list[str]], found: Found) -> dict[str, list[str]]:
+def integer_dtypes(expr: Expr, dtypes: dict[str, list[str]], found: Found,
+                   shapes: dict[str, list[list[int]]]) -> dict[str, list[str]]:
     """Give class targets and indices int64 and where-conditions bool, unless the text gave their dtype."""
     stated = {n for d in found.decls for n in d.names if d.dtypes}
     result = dict(dtypes)
     for e in walk(expr):
         if isinstance(e, Node) and e.op in _INTEGER_USES and len(e.args) > _INTEGER_USES[e.op]:
             index = e.args[_INTEGER_USES[e.op]]
+            data = e.args[0]
+            if e.op == "cross_entropy" and isinstance(index, Ref) and isinstance(data, Ref) \
+                    and shapes.get(index.name) == shapes.get(data.name) is not None:
+                continue  # a target shaped like the logits holds class probabilities
             if isinstance(index, Ref) and index.name in result and (
                     index.name not in stated or any(d in FLOAT_DTYPES for d in result[index.name])):
                 result[index.name] = ["int64"]

@@ -46,7 +46,7 @@ def run_plan(plan: dict) -> dict:
                 row = {"kind": case["kind"], "shapes": shapes, "dtypes": dtypes, "seed": seed}
                 try:
                     row.update(check(torch, entry, ref, plan["inputs"], shapes, dtypes, seed, device, params,
-                                     plan["tolerances"], previous, spec_ref))
+                                     plan["tolerances"], previous, spec_ref, plan.get("index_inputs")))
                 except Exception as exc:  # a crash on one case is that case's result
                     row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
                 cases.append(row)
@@ -57,9 +57,9 @@ def run_plan(plan: dict) -> dict:
 
 
 def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolerances, previous=None,
-          spec_ref=None) -> dict:
+          spec_ref=None, indices=None) -> dict:
     """Run one case and compare it with the reference (the spec's own when given, which the file's must match)."""
-    inputs = random_inputs(torch, names, shapes, dtypes, seed, device)
+    inputs = random_inputs(torch, names, shapes, dtypes, seed, device, indices)
     with poisoned_allocations(torch):
         out = entry(*inputs, **params)
     if device != "cpu":

@@ -67,7 +67,23 @@ def poisoned_allocations(torch: Any) -> Iterator[None]:
             setattr(torch, name, original)
 
 
-def random_inputs(torch: Any, names: list, shapes: dict, dtypes: dict, seed: int, device: str) -> list:
-    """Make the service's own inputs: standard normal, seeded, in each input's dtype, on the device."""
+def random_inputs(torch: Any, names: list, shapes: dict, dtypes: dict, seed: int, device: str,
+                  indices: dict | None = None) -> list:
+    """Make the service's own inputs: standard normal, seeded, in each input's dtype, on the device.
+
+    An index input ({name: [data input, dim, ignored value]}) is drawn in range of that dim, a fifth of it ignored.
+    """
     generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(shapes[n], generator=generator).to(getattr(torch, dtypes[n])).to(device) for n in names]
+    indices = indices or {}
+    tensors = []
+    for name in names:
+        if name in indices:
+            data, axis, ignored = indices[name]
+            high = shapes[data][axis] if shapes[data] else 1
+            values = torch.randint(0, max(1, high), shapes[name], generator=generator)
+            if ignored is not None:
+                values[torch.rand(shapes[name], generator=generator) < 0.2] = ignored
+        else:
+            values = torch.randn(shapes[name], generator=generator)
+        tensors.append(values.to(getattr(torch, dtypes[name])).to(device))
+    return tensors

@@ -43,7 +43,7 @@ def measure(plan: dict) -> dict:
     cases: list = []
     for shapes in plan["shape_cases"]:
         for dtypes in plan["dtype_cases"]:
-            inputs = random_inputs(torch, plan["inputs"], shapes, dtypes, len(cases), device)
+            inputs = random_inputs(torch, plan["inputs"], shapes, dtypes, len(cases), device, plan.get("index_inputs"))
             out = entry(*inputs, **params)
             # The timed call must compute the right thing: checked against the float64 reference, not against
             # eager PyTorch in low precision (its own rounding differs from a float32-accumulating kernel).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .graph import IDENTITY, SCAN_REDUCER, RowNode, depth, reductions_at, topological
+from .graph import IDENTITY, SCAN_REDUCER, RowNode, Total, depth, reductions_at, topological
 
 Layout = Literal["last", "strided"]
 
@@ -179,6 +179,18 @@ class _Emitter:
         self.outer.lines.append("for k0 in range(0, n_reduce, BLOCK_K):")
         self.outer.lines += ["    " + line for line in self.chunk("k0") + body.lines]
 
+    def finish(self, roots: tuple[RowNode, ...], total: Total | None, scope: _Scope, output: str) -> None:
+        """Store the result, or for a total this program's partial sums (the value's, then the denominator's)."""
+        if total is None:
+            self.store(roots[0], self.value(roots[0], scope), scope, output)
+            return
+        if roots[0].level != "row":
+            raise NotEmittable("internal: a total of a value that is not one per row")
+        for index, node in enumerate(roots):
+            offset = "pid" if index == 0 else "tl.num_programs(axis=0) + pid"
+            scope.lines.append(f"tl.store({output}_ptr + {offset}, "
+                               f"tl.sum(tl.where(lane_mask, {self.value(node, scope)}, 0.0), axis=0))")
+
     def store(self, root: RowNode, code: str, scope: _Scope, output: str) -> None:
         if root.level == "tile":
             scope.lines.append(f"tl.store({output}_ptr + ({self.tile_offsets(output)}), "
@@ -188,17 +200,18 @@ class _Emitter:
                                "mask=lane_mask)")
 
 
-def emit_body(root: RowNode, layout: Layout, looped: bool, output: str) -> KernelSource:
-    """Return the kernel body after the lane set-up: loads, passes, the store."""
+def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: Total | None = None) -> KernelSource:
+    """Return the kernel body after the lane set-up: loads, passes, the store (of per-program partials for a total)."""
     emitter = _Emitter(layout, looped)
+    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
     if not looped:
         emitter.outer.lines += emitter.chunk("0")
-        emitter.store(root, emitter.value(root, emitter.outer), emitter.outer, output)
+        emitter.finish(roots, total, emitter.outer, output)
         return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))
-    for level in range(1, depth(root) + 1):
+    for level in range(1, max(depth(r) for r in roots) + 1):
         body = _Scope()
         accumulators = []
-        for node in reductions_at(root, level):
+        for node in reductions_at(roots, level):
             acc = emitter.fresh("acc")
             emitter.outer.lines.append(f"{acc} = tl.full([BLOCK_M], {IDENTITY[node.text]}, tl.float32)")
             part = emitter._reduced(node, body)
@@ -209,11 +222,10 @@ def emit_body(root: RowNode, layout: Layout, looped: bool, output: str) -> Kerne
             emitter.outer.names[node] = acc
     if root.level == "tile":
         final = _Scope()
-        code = emitter.value(root, final)
-        emitter.store(root, code, final, output)
+        emitter.finish(roots, total, final, output)
         emitter.outer.lines += [f"{carry} = tl.full([BLOCK_M], {identity}, tl.float32)"
                                 for carry, identity in emitter.carries]
         emitter.loop(final)
     else:
-        emitter.store(root, emitter.value(root, emitter.outer), emitter.outer, output)
+        emitter.finish(roots, total, emitter.outer, output)
     return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))

@@ -22,6 +22,7 @@ from agent.generators.offline.render import (
 from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, Space
 from agent.generators.offline.triton_ops import HELPERS
 from agent.ir.edges import CPU_MAX_ELEMENTS
+from agent.ir.index_inputs import IndexInput, index_inputs
 from agent.ir.printer import to_statements, to_text
 from agent.reader.agreement import positive_inputs
 from agent.runtime.devices import PEAKS, DeviceInfo
@@ -34,6 +35,9 @@ from .space import MAX_TILE_ELEMENTS, RowFacts, default_row_config, row_space
 from .views import group_strides
 
 _SMOKE_MAX_ELEMENTS = 1 << 20
+INDEX_DTYPES = ("int64", "int32")
+# What a mean divides by when no per-row denominator is given, as Python over the iteration shape in launch_plan.
+_TOTAL_COUNT = {"elements": "math.prod(iteration)", "rows": "n_outer * n_inner", "batch": "iteration[0]"}
 # The Triton interpreter runs tl.reduce and tl.associative_scan with a custom combine one element at a time
 # (~0.1 ms each): kernels that use one are checked there on cases up to this size only.
 _ELEMENT_BY_ELEMENT_MAX_ELEMENTS = 1 << 15
@@ -59,12 +63,15 @@ class RowGenerator:
             if len(ranks) > 1:
                 return (f"the shape cases give {name} ranks {ranks}; a row kernel is written for one rank "
                         "(give one job per rank)")
-        others = [t.name for t in spec.inputs if any(d not in FLOATS for d in t.dtypes)]
+        indices = _index_inputs(spec)
+        others = [t.name for t in spec.inputs if any(d not in FLOATS for d in t.dtypes)
+                  and not (t.name in indices and t.name in graph.row_inputs and set(t.dtypes) <= set(INDEX_DTYPES))]
         if others:
-            return f"inputs {', '.join(others)} are not floating point; the offline row engine reads float inputs only"
+            return (f"inputs {', '.join(others)} are not floating point; the offline row engine reads float inputs "
+                    "and int64/int32 class targets only")
         for schedule in ("whole_row", "looped_row"):
             try:
-                emit_body(graph.root, _layout(graph), schedule == "looped_row", spec.output)
+                emit_body(graph.root, _layout(graph), schedule == "looped_row", spec.output, graph.total)
             except NotEmittable as exc:
                 return f"the offline row engine cannot schedule it: {exc}"
         if output_dtype(spec) is None:
@@ -117,13 +124,14 @@ class RowGenerator:
         """Compute everything the templates need from the spec."""
         graph = self.graph(spec)
         layout = _layout(graph)
-        kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output)
+        kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output, graph.total)
         names = [t.name for t in spec.inputs]
         helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
         tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}
         positive = sorted(positive_inputs(spec.expr) & set(names))
+        indices = _index_inputs(spec)
         params = {p.name: p.value for p in spec.params}
         edges = spec.odd_shape_cases()
         main = graph.tile_inputs[0]
@@ -155,10 +163,16 @@ class RowGenerator:
             "named_inputs": tuple_literal([f'("{n}", {n})' for n in names]),
             "shapes_tuple": tuple_literal([f"tuple({n}.shape)" for n in names]),
             "dtypes_tuple": tuple_literal([f"{n}.dtype" for n in names]),
-            "call_args": ", ".join(graph.tile_inputs + graph.row_inputs + [spec.output]
+            "call_args": ", ".join(graph.tile_inputs + graph.row_inputs + ["partials" if graph.total else spec.output]
                                    + [f"float({p.name})" for p in spec.params]),
-            "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive),
-                        "reference_arg": f"{t.name}.cpu().double()"} for t in spec.inputs],
+            "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive,
+                                                              _index_high(indices.get(t.name), smoke)),
+                        "reference_arg": f"{t.name}.cpu()" + ("" if t.name in indices else ".double()")}
+                       for t in spec.inputs],
+            "index_inputs": pretty({n: [i.data, i.axis, i.ignored] for n, i in indices.items()}) if indices else "",
+            "input_kinds": {t.name: "index" if t.name in indices else "float" for t in spec.inputs},
+            "total": graph.total,
+            "total_count": _TOTAL_COUNT[graph.total.count] if graph.total else None,
             "torch_statements": to_statements(spec.expr, spec.output),
             "cpu_max_elements": self.interpreter_max_elements(spec),
             "spec_cases": pretty(spec.shape_cases()),
@@ -177,6 +191,15 @@ class RowGenerator:
             if graph.output != "full" or any(n.kind == "scan" for n in topological(graph.root)) else None,
             "special_cases": True,
         }
+
+
+def _index_inputs(spec: OpSpec) -> dict[str, IndexInput]:
+    """Return the inputs holding class indices (cross_entropy's target), from the first case."""
+    return index_inputs(spec.expr, spec.input_types(spec.shape_cases()[0], spec.dtype_cases()[0]))
+
+
+def _index_high(found: IndexInput | None, shapes: dict[str, list[int]]) -> int | None:
+    return found.high(shapes) if found else None
 
 
 def _layout(graph: RowGraph) -> Layout:

@@ -41,6 +41,19 @@ class RowNode:
         return "tile" if "tile" in levels else "row" if "row" in levels else "scalar"
 
 
+@dataclass(frozen=True)
+class Total:
+    """A loss reduced to one number: the per-row values are added up, then divided for a mean.
+
+    `denominator` is a per-row value whose total divides (a loss's weights of the rows it does not ignore);
+    without one, a mean divides by `count`: every element, every row, or the first dim (kl_div's batchmean).
+    """
+
+    mean: bool
+    denominator: RowNode | None = None
+    count: Literal["elements", "rows", "batch"] = "elements"
+
+
 LENGTH = RowNode("length")
 INDEX = RowNode("index")
 
@@ -70,7 +83,7 @@ def mean(arg: RowNode) -> RowNode:
     return code("({0} / {1})", reduce("sum", arg), LENGTH)
 
 
-def topological(root: RowNode) -> list[RowNode]:
+def topological(*roots: RowNode) -> list[RowNode]:
     """List every node once, arguments before their users."""
     order: list[RowNode] = []
     seen: set[RowNode] = set()
@@ -83,7 +96,8 @@ def topological(root: RowNode) -> list[RowNode]:
             visit(arg)
         order.append(node)
 
-    visit(root)
+    for root in roots:
+        visit(root)
     return order
 
 
@@ -93,6 +107,6 @@ def depth(node: RowNode) -> int:
     return inner + 1 if node.kind == "reduce" else inner
 
 
-def reductions_at(root: RowNode, level: int) -> list[RowNode]:
-    """List the reductions of a given depth, in evaluation order."""
-    return [n for n in topological(root) if n.kind == "reduce" and depth(n) == level]
+def reductions_at(roots: tuple[RowNode, ...], level: int) -> list[RowNode]:
+    """List the reductions of a given depth under the roots, in evaluation order."""
+    return [n for n in topological(*roots) if n.kind == "reduce" and depth(n) == level]
