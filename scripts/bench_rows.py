@@ -68,8 +68,13 @@ def generate(folder: Path, variants: bool) -> None:
             probes = {"warps4": configs["default"].model_copy(update={"num_warps": 4}),
                       "lanes128": LaunchConfig(schedule="looped_row", block_size=32, block_m=128, num_warps=4),
                       "lanes256": LaunchConfig(schedule="looped_row", block_size=16, block_m=256, num_warps=8)}
+            # Long chunks for vocabulary rows: the looped row is one pass for cross-entropy, two for softmax.
+            probes |= {"looped4k": LaunchConfig(schedule="looped_row", block_size=4096, block_m=1, num_warps=8),
+                       "looped8k": LaunchConfig(schedule="looped_row", block_size=8192, block_m=1, num_warps=16)}
             for name, config in probes.items():
-                if config not in configs.values() and (name == "warps4" or "dim=1" in text):
+                if config not in configs.values() and (name == "warps4" or "dim=1" in text
+                                                       or name.startswith("looped") and spec.shape_cases()[0][
+                                                           spec.inputs[0].name][-1] >= 16384):
                     configs[name] = config
         for name, config in configs.items():
             out = folder / f"{index:02d}_{spec.name}" / name

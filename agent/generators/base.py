@@ -23,7 +23,8 @@ SCHEDULE_NOTES: dict[str, str] = {
     "whole_row": "BLOCK_M rows per program, each row held whole in registers: one read of the input, every "
                  "reduction and the output in one pass",
     "looped_row": "BLOCK_M rows per program, walked in chunks of BLOCK_K: one loop per level of nested "
-                  "reductions, then a loop that writes the output (rows of any length)",
+                  "reductions (a softmax's sum of exponentials rides with its running max: an online softmax), "
+                  "then a loop that writes the output (rows of any length)",
 }
 
 

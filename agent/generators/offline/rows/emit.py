@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .graph import IDENTITY, SCAN_REDUCER, RowNode, Total, depth, reductions_at, topological
+from .graph import IDENTITY, SCAN_REDUCER, RowNode, Total, depth, topological
 
 Layout = Literal["last", "strided"]
 
@@ -200,6 +200,33 @@ class _Emitter:
                                "mask=lane_mask)")
 
 
+def online_sums(roots: tuple[RowNode, ...]) -> dict[RowNode, RowNode]:
+    """Find the sums of exp(a - max(a)) over a loaded value a: each maps to its max, taken in the same pass."""
+    found = {}
+    for node in topological(*roots):
+        if node.kind == "reduce" and node.text == "sum" and node.args[0].text == "tl.exp({0} - {1})":
+            shifted, top = node.args[0].args
+            if top.kind == "reduce" and top.text == "shift_max" and top.args[0] == shifted and depth(shifted) == 0:
+                found[node] = top
+    return found
+
+
+def _levels(roots: tuple[RowNode, ...], online: dict[RowNode, RowNode]) -> dict[RowNode, int]:
+    """Give each reduction the pass it is taken in: one more than the reductions it reads (an online sum: 1)."""
+    level: dict[RowNode, int] = {}
+    for node in topological(*roots):
+        inner = max((level[a] for a in node.args), default=0)
+        level[node] = 1 if node in online else inner + 1 if node.kind == "reduce" else inner
+    return level
+
+
+def looped_passes(root: RowNode, total: Total | None = None) -> int:
+    """Count the looped schedule's passes over a row: one per level of reductions, one more to write a tile."""
+    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
+    levels = _levels(roots, online_sums(roots))
+    return max(levels.values()) + (1 if root.level == "tile" else 0)
+
+
 def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: Total | None = None) -> KernelSource:
     """Return the kernel body after the lane set-up: loads, passes, the store (of per-program partials for a total)."""
     emitter = _Emitter(layout, looped)
@@ -208,17 +235,38 @@ def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: T
         emitter.outer.lines += emitter.chunk("0")
         emitter.finish(roots, total, emitter.outer, output)
         return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))
-    for level in range(1, max(depth(r) for r in roots) + 1):
+    online = online_sums(roots)
+    level_of = _levels(roots, online)
+    for level in range(1, max(level_of.values()) + 1):
         body = _Scope()
-        accumulators = []
-        for node in reductions_at(roots, level):
+        accumulators: dict[RowNode, str] = {}
+        for node in [n for n in topological(*roots) if n.kind == "reduce" and level_of[n] == level]:
             acc = emitter.fresh("acc")
             emitter.outer.lines.append(f"{acc} = tl.full([BLOCK_M], {IDENTITY[node.text]}, tl.float32)")
+            accumulators[node] = acc
+        for node, acc in accumulators.items():
+            if node in online:
+                continue  # taken with its max below
             part = emitter._reduced(node, body)
-            body.lines.append(f"{acc} = {_COMBINE[node.text].format(acc, part)}")
-            accumulators.append((node, acc))
+            sums = [n for n, top in online.items() if top is node]
+            if not sums:
+                body.lines.append(f"{acc} = {_COMBINE[node.text].format(acc, part)}")
+                continue
+            # Online softmax: rescale the running sums to the new max, then add this chunk's terms.
+            new_top = emitter.fresh("top")
+            body.lines.append(f"{new_top} = tl.maximum({acc}, {part})")
+            for total_node in sums:
+                scale, terms = emitter.fresh("scale"), emitter.fresh("terms")
+                shifted = emitter.value(total_node.args[0].args[0], body)
+                body.lines += [
+                    f'{scale} = tl.where({new_top} == -float("inf"), 0.0, tl.exp({acc} - {new_top}))',
+                    f"{terms} = tl.where(mask, tl.exp({shifted} - {emitter.spread(new_top)}), 0.0)",
+                    f"{accumulators[total_node]} = {accumulators[total_node]} * {scale} + "
+                    f"tl.sum({terms}, axis={emitter.ax})",
+                ]
+            body.lines.append(f"{acc} = {new_top}")
         emitter.loop(body)
-        for node, acc in accumulators:
+        for node, acc in accumulators.items():
             emitter.outer.names[node] = acc
     if root.level == "tile":
         final = _Scope()

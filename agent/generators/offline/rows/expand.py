@@ -86,8 +86,9 @@ def _softmax(v: RowNode) -> RowNode:
 
 
 def _log_softmax(v: RowNode) -> RowNode:
-    centred = code("({0} - {1})", v, reduce("shift_max", v))
-    return code("({0} - tl.log({1}))", centred, reduce("sum", code("tl.exp({0})", centred)))
+    top = reduce("shift_max", v)
+    # The sum of exp(v - max) is an online sum: the looped schedule takes it in the same pass as the max.
+    return code("({0} - {1} - tl.log({2}))", v, top, reduce("sum", code("tl.exp({0} - {1})", v, top)))
 
 
 def _full_rule(build: Callable[[Expander, Node, RowNode], RowNode], dims: Callable[[Expander, Node], object]

@@ -62,12 +62,15 @@ def _class_loss(x: Expander, e: Node) -> Value:
         raise NotRowLowerable(f"{to_text(e)}: a class weight with extra dims after the class dim is not lowered yet")
     w = x.tile(weight) if weight is not None else None
     smoothing = scalar(x, e, "label_smoothing") if e.op == "cross_entropy" else number(0.0)
-    centred = code("({0} - {1})", v, reduce("shift_max", v)) if e.op == "cross_entropy" else v
-    lse = code("tl.log({0})", reduce("sum", code("tl.exp({0})", centred))) if e.op == "cross_entropy" else None
+    # log(sum(exp(v - max))): the sum of a shifted exponential, which the looped schedule takes in the same pass as
+    # the max (an online softmax); every other sum below reads v itself, so one pass over the row does it all.
+    top = reduce("shift_max", v)
+    log_sum = code("tl.log({0})", reduce("sum", code("tl.exp({0} - {1})", v, top))) if e.op == "cross_entropy" \
+        else None
     if x.shape(target) == shape:
-        if lse is None:
+        if log_sum is None:
             raise NotRowLowerable(f"{to_text(e)}: nll_loss takes class indices, not a target shaped like the input")
-        return _probability_target(x, e, x.tile(target), w, centred, lse, smoothing, reduction)
+        return _probability_target(x, e, x.tile(target), w, v, top, log_sum, smoothing, reduction)
     if x.shape(target) != shape[:class_dim] + shape[class_dim + 1:]:
         raise NotRowLowerable(f"{to_text(e)}: target of shape {list(x.shape(target))} for input {list(shape)}")
     t = x.row_operand(target)
@@ -75,16 +78,20 @@ def _class_loss(x: Expander, e: Node) -> Value:
     def picked(values: RowNode) -> RowNode:
         return reduce("sum", code("tl.where({0} == {1}, {2}, 0.0)", INDEX, t, values))
 
-    loss = code("({0} - {1})", lse, picked(centred)) if lse is not None else code("(-{0})", picked(v))
+    # -log_softmax at the target, as log(sum) - (v[t] - max): no large max is added and taken away again.
+    loss = code("({0} - ({1} - {2}))", log_sum, picked(v), top) if log_sum is not None \
+        else code("(-{0})", picked(v))
     weight_t = picked(w) if w is not None else None
     if weight_t is not None:
         loss = code("({0} * {1})", weight_t, loss)
-    if lse is not None and _nonzero(smoothing):
-        # PyTorch adds label_smoothing / C times the loss against every class, weighted like the classes.
+    if log_sum is not None and _nonzero(smoothing):
+        # PyTorch adds label_smoothing / C times the loss against every class, weighted like the classes:
+        # sum_c w_c * (log(sum) - (v_c - max)).
         if w is None:
-            spread = code("({0} * {1} - {2})", lse, LENGTH, reduce("sum", centred))
+            spread = code("({0} * {1} - ({2} - {1} * {3}))", log_sum, LENGTH, reduce("sum", v), top)
         else:
-            spread = code("({0} * {1} - {2})", lse, reduce("sum", w), reduce("sum", code("({0} * {1})", w, centred)))
+            spread = code("({0} * {1} - ({2} - {1} * {3}))", log_sum, reduce("sum", w),
+                          reduce("sum", code("({0} * {1})", w, v)), top)
         loss = code("((1.0 - {0}) * {1} + {0} / {2} * {3})", smoothing, loss, LENGTH, spread)
     kept = code("({0} != {1})", t, scalar(x, e, "ignore_index"))
     loss = code("tl.where({0}, {1}, 0.0)", kept, loss)
@@ -92,14 +99,16 @@ def _class_loss(x: Expander, e: Node) -> Value:
     return _reduced(x, e, loss, reduction, Total(mean=True, denominator=denominator))
 
 
-def _probability_target(x: Expander, e: Node, target: RowNode, w: RowNode | None, centred: RowNode, lse: RowNode,
-                        smoothing: RowNode, reduction: str) -> Value:
+def _probability_target(x: Expander, e: Node, target: RowNode, w: RowNode | None, v: RowNode, top: RowNode,
+                        log_sum: RowNode, smoothing: RowNode, reduction: str) -> Value:
     """Lower cross_entropy against class probabilities: sum over classes of target * -log_softmax."""
     if _nonzero(smoothing):
         target = code("((1.0 - {0}) * {1} + {0} / {2})", smoothing, target, LENGTH)
     if w is not None:
         target = code("({0} * {1})", target, w)
-    loss = code("({0} * {1} - {2})", lse, reduce("sum", target), reduce("sum", code("({0} * {1})", target, centred)))
+    total = reduce("sum", target)
+    loss = code("({0} * {1} - ({2} - {3} * {1}))", log_sum, total, reduce("sum", code("({0} * {1})", target, v)),
+                top)
     return _reduced(x, e, loss, reduction, Total(mean=True, count="rows"))
 
 

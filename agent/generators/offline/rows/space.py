@@ -30,6 +30,7 @@ class RowFacts:
     strided: bool  # the reduced dims are not the last: lanes run along the inner dims
     multiprocessors: int
     ascend: bool = False
+    passes: int = 2  # the looped schedule's passes over each row (cross-entropy: 1, softmax: 2, layer_norm: 3)
 
 
 
@@ -49,6 +50,10 @@ def _tile(config: LaunchConfig, facts: RowFacts) -> int:
 def default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     """Return a sound first configuration: about 4 to 16 values per thread, enough programs for every SM."""
     if schedule == "looped_row":
+        if not facts.strided and facts.passes > 1 and facts.n_reduce >= 32768:
+            # Measured on an H100: softmax over 50257 fp32 columns, two passes, 0.424 ms with 8192-element chunks
+            # and 16 warps against 0.593 ms with 2048 and 4 (a one-pass cross-entropy row is best at 2048 and 4).
+            return LaunchConfig(schedule="looped_row", block_size=8192, block_m=1, num_warps=16)
         chunk = min(2048 if not facts.strided else 64, next_pow2(facts.n_reduce))
         rows = 1 if not facts.strided else 64
         return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=rows, num_warps=4 if chunk >= 1024 else 2)

@@ -70,3 +70,22 @@ def test_an_operator_named_after_a_python_builtin_is_renamed_by_the_reader_and_r
     with pytest.raises(ValueError, match="reduce_max"):
         OpSpec(name="max", formula="amax(x, dim=-1)",
                inputs=[TensorSpec(name="x", shapes=[[4, 8]], dtypes=["float32"])])
+
+
+@pytest.mark.parametrize(("text", "passes"), [("softmax of x [64, 50257] along dim -1", 2),
+                                              ("log_softmax of x [64, 50257] along dim -1", 2),
+                                              ("cross entropy, logits [64, 50257], labels [64]", 1),
+                                              ("F.cross_entropy(x, t, label_smoothing=0.1) x [64, 50257] t [64]", 1),
+                                              ("layer norm of x [64, 50000]", 3)])
+def test_a_looped_row_takes_the_softmax_sum_in_the_same_pass_as_its_max(text: str, passes: int) -> None:
+    spec = read_spec(text)
+    generator = OfflineGenerator()
+    files = generator.generate(spec, generator.default_config(spec, "looped_row", H100))
+    assert files.files[files.name_of("triton")].count("for k0 in range(0, n_reduce, BLOCK_K):") == passes
+
+
+def test_a_vocabulary_row_read_once_when_looped_starts_looped() -> None:
+    generator = OfflineGenerator()
+    assert generator.schedules(read_spec("cross entropy, logits [4096, 32000] fp16, labels [4096]"))[0] == "looped_row"
+    assert generator.schedules(read_spec("cross entropy, logits [64, 1000], labels [64]"))[0] == "whole_row"
+    assert generator.schedules(read_spec("softmax of x [64, 32000] along dim -1"))[0] == "whole_row"  # two passes
