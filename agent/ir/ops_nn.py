@@ -15,8 +15,8 @@ REDUCTION = Param("reduction", "str", "mean", ("mean", "sum", "none"))
 LEGACY = (Param("size_average", "bool", None), Param("reduce", "bool", None))
 
 
-def _norm(name: str, torch: str, flops: float, *params: Param, spellings: tuple[str, ...] = ()) -> OpDef:
-    return OpDef(name, "norm", (X, *params), torch, per_input(flops), spellings=spellings)
+def _norm(name: str, torch: str, flops: float, *params: Param, positive: tuple[str, ...] = ()) -> OpDef:
+    return OpDef(name, "norm", (X, *params), torch, per_input(flops), positive=positive)
 
 
 def _loss(name: str, torch: str, flops: float, *params: Param, positive: tuple[str, ...] = ()) -> OpDef:
@@ -33,7 +33,8 @@ register(
     _norm("group_norm", "F.group_norm", 8, Param("num_groups", "int"), WEIGHT, BIAS, Param("eps", "scalar", 1e-5)),
     _norm("batch_norm", "F.batch_norm({input}, {running_mean}, {running_var}, {weight}, {bias}, training=False, "
           "eps={eps})", 4, Param("running_mean", "tensor"), Param("running_var", "tensor"), WEIGHT, BIAS,
-          Param("training", "bool", False), Param("momentum", "scalar", 0.1), Param("eps", "scalar", 1e-5)),
+          Param("training", "bool", False), Param("momentum", "scalar", 0.1), Param("eps", "scalar", 1e-5),
+          positive=("running_var",)),
     _norm("instance_norm", "F.instance_norm", 8, Param("running_mean", "tensor?"), Param("running_var", "tensor?"),
           WEIGHT, BIAS, Param("use_input_stats", "bool", True), Param("momentum", "scalar", 0.1),
           Param("eps", "scalar", 1e-5)),

@@ -14,7 +14,7 @@ import importlib
 import math
 import sys
 
-from harness_common import import_entries, main_with_plan, poisoned_allocations, random_inputs
+from harness_common import import_entries, main_with_plan, on_cpu_in_float64, poisoned_allocations, random_inputs
 
 
 def main() -> int:
@@ -65,20 +65,20 @@ def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolera
     if device != "cpu":
         getattr(torch, device).synchronize()
     eager = ref(*inputs, **params)
-    expected = ref(*[t.detach().cpu().double() for t in inputs], **params)
+    expected = ref(*on_cpu_in_float64(inputs), **params)
     if tuple(out.shape) != tuple(eager.shape) or out.dtype != eager.dtype:
         return {"status": "fail", "message": f"got {tuple(out.shape)} {out.dtype}, expected "
                                              f"{tuple(eager.shape)} {eager.dtype}"}
     got = out.detach().cpu().double()
     rtol, atol = tolerances[str(out.dtype).replace("torch.", "")]
     if previous is not None:
-        before = previous(*[t.detach().cpu().double() for t in inputs], **params)
+        before = previous(*on_cpu_in_float64(inputs), **params)
         if tuple(before.shape) != tuple(expected.shape) or not bool(torch.allclose(
                 before, expected, rtol=1e-6, atol=1e-9, equal_nan=True)):
             return {"status": "fail", "message": "the rewritten reference disagrees with the previous one: an "
                                                  "interface edit may not change what the operator computes"}
     if spec_ref is not None:
-        ours = spec_ref(*[t.detach().cpu().double() for t in inputs], **params)
+        ours = spec_ref(*on_cpu_in_float64(inputs), **params)
         if tuple(ours.shape) != tuple(expected.shape) or not bool(torch.allclose(
                 ours.double(), expected.double(), rtol=1e-6, atol=1e-9, equal_nan=True)):
             return {"status": "fail", "message": "the reference file computes something other than the spec's "

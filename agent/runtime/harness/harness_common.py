@@ -87,3 +87,8 @@ def random_inputs(torch: Any, names: list, shapes: dict, dtypes: dict, seed: int
             values = torch.randn(shapes[name], generator=generator)
         tensors.append(values.to(getattr(torch, dtypes[name])).to(device))
     return tensors
+
+
+def on_cpu_in_float64(inputs: list) -> list:
+    """Copy the inputs for the float64 reference: floating tensors in float64, index tensors as they are."""
+    return [t.detach().cpu().double() if t.is_floating_point() else t.detach().cpu() for t in inputs]

@@ -13,7 +13,7 @@ fields of the offline performance test, so the roofline and the diagnosis read i
 import math
 import sys
 
-from harness_common import import_entries, main_with_plan, random_inputs
+from harness_common import import_entries, main_with_plan, on_cpu_in_float64, random_inputs
 
 SUSPECT_SHARE_OF_COPY = 1.10
 
@@ -47,7 +47,7 @@ def measure(plan: dict) -> dict:
             out = entry(*inputs, **params)
             # The timed call must compute the right thing: checked against the float64 reference, not against
             # eager PyTorch in low precision (its own rounding differs from a float32-accumulating kernel).
-            expected = ref(*[t.detach().cpu().double() for t in inputs], **params)
+            expected = ref(*on_cpu_in_float64(inputs), **params)
             rtol, atol = plan["tolerances"][str(out.dtype).replace("torch.", "")]
             got = out.detach().cpu().double()
             finite = torch.isfinite(expected)

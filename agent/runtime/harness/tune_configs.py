@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from harness_common import main_with_plan, poisoned_allocations
+from harness_common import main_with_plan, on_cpu_in_float64, poisoned_allocations
 
 
 def main() -> int:
@@ -41,7 +41,7 @@ def run_plan(plan: dict) -> dict:
     for shape_index, dtype_index in plan["cases"]:
         shapes, dtypes = performance.SPEC_CASES[shape_index], performance.DTYPE_CASES[dtype_index]
         inputs = performance.make_inputs(shapes, dtypes, seed=100 + len(cases), device=device)
-        want = ref(*[t.cpu().double() for t in inputs], **performance.PARAMS)
+        want = ref(*on_cpu_in_float64(inputs), **performance.PARAMS)
         rtol, atol = plan["tolerances"][next(iter(dtypes.values()))]
         cases.append({"shapes": shapes, "dtypes": dtypes, "inputs": inputs, "want": want, "rtol": rtol, "atol": atol})
     original = {name: getattr(kernel, name) for name in plan["configs"][0]}

@@ -8,7 +8,7 @@ from typing import Literal
 
 import torch
 
-from agent.ir.expr import Const, Expr, Node
+from agent.ir.expr import Const, Expr, Node, Ref
 from agent.ir.infer import torch_dtype
 from agent.ir.printer import to_text
 from agent.ir.types import ValueType
@@ -131,6 +131,51 @@ def _rms_norm(x: Expander, e: Node, v: RowNode) -> RowNode:
     return _affine(x, e, code("({0} * tl.rsqrt({1} + {2}))", v, mean(code("({0} * {0})", v)), eps_node))
 
 
+def _batch_norm(x: Expander, e: Node) -> Value:
+    """Lower batch_norm with running statistics: per-channel vectors read along dim 1, no reduction."""
+    shape = x.shape(e.args[0])
+    if len(shape) < 2:
+        raise NotRowLowerable(f"{to_text(e)}: batch_norm needs a channel dim (input of rank 2 or more)")
+    x.reduced_dims(e, e.args[0], 1)
+    v = x.tile(e.args[0])
+    channel: dict[str, RowNode] = {}
+    for name in ("running_mean", "running_var", "weight", "bias"):
+        given = operand(e, name)
+        if given is None:
+            continue
+        if not isinstance(given, Ref) or x.shape(given) != (shape[1],):
+            raise NotRowLowerable(f"{to_text(e)}: {name} must be an input of shape [{shape[1]}]")
+        x.channel_inputs.add(given.name)
+        channel[name] = x.tile(given)
+    if "running_mean" not in channel or "running_var" not in channel:
+        raise NotRowLowerable(f"{to_text(e)}: inference batch_norm needs running_mean and running_var")
+    out = code("(({0} - {1}) * tl.rsqrt({2} + {3}))", v, channel["running_mean"], channel["running_var"],
+               scalar(x, e, "eps"))
+    if "weight" in channel:
+        out = code("({0} * {1})", out, channel["weight"])
+    if "bias" in channel:
+        out = code("({0} + {1})", out, channel["bias"])
+    return Value(out, "full")
+
+
+def _instance_norm(x: Expander, e: Node, v: RowNode) -> RowNode:
+    for name in ("running_mean", "running_var", "weight", "bias"):
+        if operand(e, name) is not None:
+            raise NotRowLowerable(f"{to_text(e)}: instance_norm with {name} (a per-channel vector beside rows of "
+                                  "spatial positions) is not lowered yet")
+    if attr(e, "use_input_stats") is not True:
+        raise NotRowLowerable(f"{to_text(e)}: instance_norm with use_input_stats=False is not lowered")
+    centred = code("({0} - {1})", v, mean(v))
+    return code("({0} * tl.rsqrt({1} + {2}))", centred, mean(code("({0} * {0})", centred)), scalar(x, e, "eps"))
+
+
+def _spatial_dims(x: Expander, e: Node) -> object:
+    rank = len(x.shape(e.args[0]))
+    if rank < 3:
+        raise NotRowLowerable(f"{to_text(e)}: instance_norm needs spatial dims (input of rank 3 or more)")
+    return tuple(range(2, rank))
+
+
 def _normalize(x: Expander, e: Node, v: RowNode) -> RowNode:
     length = _p_norm(e, v, attr(e, "p"))
     return code("({0} / tl.maximum({1}, {2}))", v, length, scalar(x, e, "eps"))
@@ -171,6 +216,8 @@ _RULES: dict[str, Callable[[Expander, Node], Value]] = LOSS_RULES | {
     "layer_norm": _full_rule(_layer_norm, _last_dims),
     "rms_norm": _full_rule(_rms_norm, _last_dims),
     "normalize": _full_rule(_normalize, lambda x, e: attr(e, "dim")),
+    "batch_norm": _batch_norm,
+    "instance_norm": _full_rule(_instance_norm, _spatial_dims),
     "cosine_similarity": _cosine,
     "cumsum": _scan_rule,
     "cumprod": _scan_rule,
@@ -204,6 +251,7 @@ def expand(expr: Expr, types: dict[str, ValueType], inputs: list[str]) -> RowGra
         tile_inputs=[n for n in inputs if expander.spaces.get(n) == "full"],
         row_inputs=[n for n in inputs if expander.spaces.get(n) == "dropped"],
         helpers=sorted(set(expander.helpers)), total=total,
+        channel_inputs=[n for n in inputs if n in expander.channel_inputs],
     )
 
 

@@ -37,6 +37,7 @@ class RowGraph:
     row_inputs: list[str] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)
     total: Total | None = None
+    channel_inputs: list[str] = field(default_factory=list)  # per-channel vectors: their one dim lines up with dim 1
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Expander:
         self.rules = rules
         self.total: Total | None = None
         self.total_of: Expr | None = None  # the node whose result is the total: it must be the whole operator
+        self.channel_inputs: set[str] = set()
         self.types = types
         self.inputs = inputs
         self.spaces: dict[str, Space] = {}

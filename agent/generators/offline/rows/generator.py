@@ -142,6 +142,8 @@ class RowGenerator:
         indices = _index_inputs(spec)
         params = {p.name: p.value for p in spec.params}
         edges = spec.odd_shape_cases()
+        beyond = [c for c in edges if config.schedule == "whole_row" and row_length(graph, c) > MAX_TILE_ELEMENTS]
+        edges = [c for c in edges if c not in beyond]
         main = graph.tile_inputs[0]
         smoke = _smoke_case(spec, edges)
         return {
@@ -161,6 +163,7 @@ class RowGenerator:
             "row_inputs": graph.row_inputs,
             "tile_indices": [names.index(n) for n in graph.tile_inputs],
             "row_indices": [names.index(n) for n in graph.row_inputs],
+            "channel_indices": [names.index(n) for n in graph.channel_inputs],
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,
@@ -185,6 +188,9 @@ class RowGenerator:
             "cpu_max_elements": self.interpreter_max_elements(spec),
             "spec_cases": pretty(spec.shape_cases()),
             "edge_cases": pretty(edges),
+            "beyond_schedule": pretty(beyond) if beyond else "",
+            "beyond_schedule_reason": f"rows longer than the whole_row schedule holds ({MAX_TILE_ELEMENTS} elements); "
+                                      "the looped_row schedule takes them",
             "dtype_cases": pretty(spec.dtype_cases()),
             "tolerances": pretty(tolerances),
             "positive": positive,
@@ -199,6 +205,13 @@ class RowGenerator:
             if graph.output != "full" or any(n.kind == "scan" for n in topological(graph.root)) else None,
             "special_cases": True,
         }
+
+
+def row_length(graph: RowGraph, case: dict[str, list[int]]) -> int:
+    """Return the elements along the reduced dims in a shape case."""
+    shape = case[graph.tile_inputs[0]] if graph.tile_inputs else []
+    padded = [1] * (graph.rank - len(shape)) + list(shape)
+    return math.prod(padded[d] for d in graph.dims)
 
 
 def _index_inputs(spec: OpSpec) -> dict[str, IndexInput]:

@@ -1,12 +1,16 @@
 """The row engine's pieces a user meets: which specs it takes, what it refuses and why, how it addresses inputs."""
 
+from pathlib import Path
+
 import pytest
+import torch
 
 from agent.generators.offline.dispatch import OfflineGenerator
 from agent.generators.offline.rows.views import group_strides
 from agent.reader import read_spec
 from agent.runtime.devices import DeviceInfo
 from agent.spec import OpSpec, TensorSpec, safe_name
+from tests.agent.generators.kernels import load_triton_module
 
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
 
@@ -89,3 +93,14 @@ def test_a_vocabulary_row_read_once_when_looped_starts_looped() -> None:
     assert generator.schedules(read_spec("cross entropy, logits [4096, 32000] fp16, labels [4096]"))[0] == "looped_row"
     assert generator.schedules(read_spec("cross entropy, logits [64, 1000], labels [64]"))[0] == "whole_row"
     assert generator.schedules(read_spec("softmax of x [64, 32000] along dim -1"))[0] == "whole_row"  # two passes
+
+
+def test_a_whole_row_kernel_refuses_a_row_longer_than_its_tile_and_names_the_schedule_that_takes_it(
+        tmp_path: Path) -> None:
+    spec = read_spec("instance norm of x [2, 4, 7, 7]")
+    generator = OfflineGenerator()
+    files = generator.generate(spec, generator.default_config(spec, "whole_row", H100))
+    assert "rows longer than the whole_row schedule holds" in files.files[files.name_of("accuracy")]
+    kernel = getattr(load_triton_module(files, tmp_path), spec.name)
+    with pytest.raises(ValueError, match="looped_row schedule takes rows of any length"):
+        kernel(torch.randn(1, 1, 200, 200))
