@@ -58,7 +58,8 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         summary += f"; independent check {checked}/{check.result.get('cases_run', 0)} cases pass"
         if check.status != "pass" and status == "pass":
             status = "fail"
-    skipped = len(result.get("skipped", []))
-    note = f", {skipped} skipped (interpreter size limit)" if skipped else ""
+    skipped = result.get("skipped", [])
+    reasons = "; ".join(dict.fromkeys(str(s.get("reason", "")) for s in skipped if isinstance(s, dict)))
+    note = f", {len(skipped)} skipped ({reasons or 'no reason given'})" if skipped else ""
     ctx.report("accuracy", f"round {pending.index}: {status}: {summary}{note} in {run.seconds:.1f} s")
     return {"pending": pending.model_copy(update={"accuracy_status": status, "accuracy": result})}
