@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from agent.ir.edges import edge_cases
 from agent.ir.expr import Expr, names
+from agent.ir.index_inputs import IndexInput, index_inputs
 from agent.ir.infer import infer
 from agent.ir.parse import parse_text
 from agent.ir.types import IRError, ScalarType, TensorType, ValueType
@@ -225,6 +226,12 @@ class OpSpec(BaseModel):
         if not isinstance(found, TensorType):
             raise SpecError("the operator gives a number, not a tensor")
         return found
+
+    def index_inputs(self) -> dict[str, IndexInput]:
+        """Return the inputs holding indices into another input (cross_entropy's class target), by name."""
+        if self.category == "custom":
+            return {}
+        return index_inputs(self.expr, self.input_types(self.shape_cases()[0], self.dtype_cases()[0]))
 
     def odd_shape_cases(self) -> list[dict[str, list[int]]]:
         """Return the IR's odd-shape cases for this spec; sizes a code spec's module parameters were built at stay."""

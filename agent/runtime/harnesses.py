@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from agent.generators.base import KernelFiles
-from agent.ir.index_inputs import index_inputs
 from agent.runtime.sandbox import SandboxResult, run_file
 from agent.spec import OpSpec
 
@@ -21,16 +20,8 @@ def entry_plan(files: KernelFiles, spec: OpSpec, device: str) -> dict[str, Any]:
         "op": files.op, "device": device, "inputs": [t.name for t in spec.inputs],
         "params": {p.name: p.value for p in spec.params}, "dtype_cases": spec.dtype_cases(),
         "tolerances": {d: [t.rtol, t.atol] for d, t in spec.tolerances.items()},
-        "index_inputs": _index_inputs(spec),
+        "index_inputs": {n: [i.data, i.axis, i.ignored] for n, i in spec.index_inputs().items()},
     }
-
-
-def _index_inputs(spec: OpSpec) -> dict[str, list[Any]]:
-    """Name the class-target and index inputs, which must be drawn in range of the dim they index."""
-    if spec.category == "custom":
-        return {}
-    types = spec.input_types(spec.shape_cases()[0], spec.dtype_cases()[0])
-    return {n: [i.data, i.axis, i.ignored] for n, i in index_inputs(spec.expr, types).items()}
 
 
 def run_harness(

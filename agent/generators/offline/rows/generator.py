@@ -22,7 +22,7 @@ from agent.generators.offline.render import (
 from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, Space
 from agent.generators.offline.triton_ops import HELPERS
 from agent.ir.edges import CPU_MAX_ELEMENTS
-from agent.ir.index_inputs import IndexInput, index_inputs
+from agent.ir.index_inputs import IndexInput
 from agent.ir.printer import to_statements, to_text
 from agent.reader.agreement import positive_inputs
 from agent.runtime.devices import PEAKS, DeviceInfo
@@ -65,7 +65,7 @@ class RowGenerator:
             if len(ranks) > 1:
                 return (f"the shape cases give {name} ranks {ranks}; a row kernel is written for one rank "
                         "(give one job per rank)")
-        indices = _index_inputs(spec)
+        indices = spec.index_inputs()
         others = [t.name for t in spec.inputs if any(d not in FLOATS for d in t.dtypes)
                   and not (t.name in indices and t.name in graph.row_inputs and set(t.dtypes) <= set(INDEX_DTYPES))]
         if others:
@@ -139,7 +139,7 @@ class RowGenerator:
         tolerance = spec.tolerances[first_dtype]
         tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}
         positive = sorted(positive_inputs(spec.expr) & set(names))
-        indices = _index_inputs(spec)
+        indices = spec.index_inputs()
         params = {p.name: p.value for p in spec.params}
         edges = spec.odd_shape_cases()
         beyond = [c for c in edges if config.schedule == "whole_row" and row_length(graph, c) > MAX_TILE_ELEMENTS]
@@ -212,11 +212,6 @@ def row_length(graph: RowGraph, case: dict[str, list[int]]) -> int:
     shape = case[graph.tile_inputs[0]] if graph.tile_inputs else []
     padded = [1] * (graph.rank - len(shape)) + list(shape)
     return math.prod(padded[d] for d in graph.dims)
-
-
-def _index_inputs(spec: OpSpec) -> dict[str, IndexInput]:
-    """Return the inputs holding class indices (cross_entropy's target), from the first case."""
-    return index_inputs(spec.expr, spec.input_types(spec.shape_cases()[0], spec.dtype_cases()[0]))
 
 
 def _index_high(found: IndexInput | None, shapes: dict[str, list[int]]) -> int | None:
