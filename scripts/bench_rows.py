@@ -36,6 +36,8 @@ SPECS = [
     "F.cross_entropy(x, t, label_smoothing=0.1) x [4096, 50257] fp32 t [4096]",
     "mse loss of pred [8192, 4096] and target [8192, 4096] fp32",
     "F.kl_div(a, b, reduction='batchmean') a [8192, 4096] b [8192, 4096] fp32",
+    "F.group_norm(x, 32, w, b) x [8, 256, 64, 64] w [256] b [256] fp16",
+    "F.instance_norm(x, weight=w, bias=b) x [8, 256, 64, 64] w [256] b [256] fp32",
 ]
 
 

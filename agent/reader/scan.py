@@ -108,6 +108,7 @@ def scan_text(norm: str, catalogue: Catalogue) -> Found:
             token.extra["hit"] = True
     found.tokens = sorted(found.tokens + _formula_names(found.formulas), key=lambda t: t.start)
     found.decls, found.loose_dtypes = _declarations(found, catalogue)
+    _release_phrase_words(found.decls, hits, _parameter_words(norm, found.bindings, catalogue))
     found.same_dtype, found.same_shape = same_as(norm)
     names = {n for d in found.decls for n in d.names} | set(found.bindings)
     declared_at = {p for d in found.decls for p in d.positions}
@@ -214,6 +215,33 @@ def _claim_header(found: Found, norm: str) -> None:
                          r"(?:H100|H200|H800|A100|A800|V100|L40S?|RTX\s*\d+|GPU|CUDA|Ascend(?:\s*910B?)?|NPU|CPU)"
                          r"(?:\s*(?:GPU|NPU))?", norm, re.I):
         ledger.claim(m.start(), m.end(), "device")
+
+
+def _parameter_words(norm: str, bindings: dict[str, Binding], catalogue: Catalogue) -> set[int]:
+    """Find where a word starts a parameter's name with the binding after it ("label" of "label smoothing 0.1")."""
+    said = {w.lower() for e in catalogue.entries for p in e.params for w in p.say if " " in w}
+    found = set()
+    for binding in bindings.values():
+        before = re.search(r"([A-Za-z_]\w*)\s+$", norm[:binding.start])
+        if before and f"{before.group(1)} {binding.name}".lower() in said:
+            found.add(before.start(1))
+    return found
+
+
+def _release_phrase_words(decls: list[Decl], hits: list[Hit], parameter_words: set[int]) -> None:
+    """Give back a word that a list of names took to the phrase it belongs to ("bce with logits, x [16, 40]")."""
+    phrases = [h for h in hits if " " in h.text.strip()]
+    for decl in decls:
+        if len(decl.names) < 2 or len(decl.positions) != len(decl.names):
+            continue
+        # The last name sits next to the shape: it is a name whatever a phrase says; earlier ones may be words of
+        # a phrase that ends before it ("scale and shift [64]" is a list of names, not the op of that name).
+        last = decl.positions[-1]
+        apart = [h for h in phrases if not h.start <= last < h.end]
+        taken = [at in parameter_words or any(h.start <= at < h.end for h in apart) for at in decl.positions]
+        keep = [i for i in range(len(decl.names)) if i == len(decl.names) - 1 or not taken[i]]
+        decl.names = [decl.names[i] for i in keep]
+        decl.positions = [decl.positions[i] for i in keep]
 
 
 def _declarations(found: Found, catalogue: Catalogue) -> tuple[list[Decl], list[str]]:

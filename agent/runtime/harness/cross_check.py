@@ -6,7 +6,7 @@ Copied next to the four files (with harness_common.py) and run in the sandbox:
 
 Inputs are fresh standard-normal tensors made here (not by the generated files), for every spec and edge
 shape, every dtype and several seeds. Outputs the kernel allocates are filled with NaN first, so an
-unwritten element fails. The reference runs in float64 on the CPU; a case passes when
+unwritten element fails. The reference runs in float64 (on a CUDA GPU with room, else the CPU); a case passes when
 |out - ref| <= atol + rtol * |ref| everywhere and the shape and dtype match eager PyTorch.
 """
 
@@ -14,7 +14,7 @@ import importlib
 import math
 import sys
 
-from harness_common import import_entries, main_with_plan, on_cpu_in_float64, poisoned_allocations, random_inputs
+from harness_common import float64_reference, import_entries, main_with_plan, poisoned_allocations, random_inputs
 
 
 def main() -> int:
@@ -65,20 +65,20 @@ def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolera
     if device != "cpu":
         getattr(torch, device).synchronize()
     eager = ref(*inputs, **params)
-    expected = ref(*on_cpu_in_float64(inputs), **params)
+    expected = float64_reference(ref, inputs, params)
     if tuple(out.shape) != tuple(eager.shape) or out.dtype != eager.dtype:
         return {"status": "fail", "message": f"got {tuple(out.shape)} {out.dtype}, expected "
                                              f"{tuple(eager.shape)} {eager.dtype}"}
-    got = out.detach().cpu().double()
+    got = out.detach().to(expected.device).double()
     rtol, atol = tolerances[str(out.dtype).replace("torch.", "")]
     if previous is not None:
-        before = previous(*on_cpu_in_float64(inputs), **params)
+        before = float64_reference(previous, inputs, params).to(expected.device)
         if tuple(before.shape) != tuple(expected.shape) or not bool(torch.allclose(
                 before, expected, rtol=1e-6, atol=1e-9, equal_nan=True)):
             return {"status": "fail", "message": "the rewritten reference disagrees with the previous one: an "
                                                  "interface edit may not change what the operator computes"}
     if spec_ref is not None:
-        ours = spec_ref(*on_cpu_in_float64(inputs), **params)
+        ours = float64_reference(spec_ref, inputs, params).to(expected.device)
         if tuple(ours.shape) != tuple(expected.shape) or not bool(torch.allclose(
                 ours.double(), expected.double(), rtol=1e-6, atol=1e-9, equal_nan=True)):
             return {"status": "fail", "message": "the reference file computes something other than the spec's "

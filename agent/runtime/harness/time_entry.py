@@ -13,7 +13,7 @@ fields of the offline performance test, so the roofline and the diagnosis read i
 import math
 import sys
 
-from harness_common import import_entries, main_with_plan, on_cpu_in_float64, random_inputs
+from harness_common import float64_reference, import_entries, main_with_plan, random_inputs
 
 SUSPECT_SHARE_OF_COPY = 1.10
 
@@ -47,9 +47,9 @@ def measure(plan: dict) -> dict:
             out = entry(*inputs, **params)
             # The timed call must compute the right thing: checked against the float64 reference, not against
             # eager PyTorch in low precision (its own rounding differs from a float32-accumulating kernel).
-            expected = ref(*on_cpu_in_float64(inputs), **params)
+            expected = float64_reference(ref, inputs, params)
             rtol, atol = plan["tolerances"][str(out.dtype).replace("torch.", "")]
-            got = out.detach().cpu().double()
+            got = out.detach().to(expected.device).double()
             finite = torch.isfinite(expected)
             if not bool(((got - expected).abs() <= atol + rtol * expected.abs())[finite].all()):
                 return {"status": "fail", "message": f"the kernel disagrees with the reference on {shapes} {dtypes}"}

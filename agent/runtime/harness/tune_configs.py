@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from harness_common import main_with_plan, on_cpu_in_float64, poisoned_allocations
+from harness_common import float64_reference, main_with_plan, poisoned_allocations
 
 
 def main() -> int:
@@ -41,7 +41,7 @@ def run_plan(plan: dict) -> dict:
     for shape_index, dtype_index in plan["cases"]:
         shapes, dtypes = performance.SPEC_CASES[shape_index], performance.DTYPE_CASES[dtype_index]
         inputs = performance.make_inputs(shapes, dtypes, seed=100 + len(cases), device=device)
-        want = ref(*on_cpu_in_float64(inputs), **performance.PARAMS)
+        want = float64_reference(ref, inputs, performance.PARAMS)
         rtol, atol = plan["tolerances"][next(iter(dtypes.values()))]
         cases.append({"shapes": shapes, "dtypes": dtypes, "inputs": inputs, "want": want, "rtol": rtol, "atol": atol})
     original = {name: getattr(kernel, name) for name in plan["configs"][0]}
@@ -64,7 +64,7 @@ def trial(entry: Any, constants: dict, cases: list, params: dict, device: str, t
         for case in cases:
             with poisoned_allocations(torch):  # an element the kernel never writes reads as NaN, not stale data
                 got = entry(*case["inputs"], **params)
-            error = (got.cpu().double() - case["want"]).abs()
+            error = (got.to(case["want"].device).double() - case["want"]).abs()
             allowed = case["atol"] + case["rtol"] * case["want"].abs()
             if not bool(torch.isfinite(got).all()) or bool((error > allowed).any()):
                 outcome.update(status="wrong", message=f"mismatch on {case['shapes']}: max error {error.max():.3e}")

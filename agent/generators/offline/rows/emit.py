@@ -23,40 +23,6 @@ _SCAN = {"cumsum": "tl.cumsum({0}, axis={ax})",
 _HELPER_OF = {"prod": ("_mul",), "max": ("_max_nan", "_amax"), "min": ("_min_nan", "_amin"),
               "logaddexp": ("_logaddexp",)}
 
-ROW_HELPERS = {
-    "_max_nan": '''@triton.jit
-def _max_nan(a, b):
-    """Return the larger of a and b; NaN wins, as in torch.amax."""
-    return tl.where((a > b) | (a != a), a, b)''',
-    "_min_nan": '''@triton.jit
-def _min_nan(a, b):
-    """Return the smaller of a and b; NaN wins, as in torch.amin."""
-    return tl.where((a < b) | (a != a), a, b)''',
-    "_amax": '''@triton.jit
-def _amax(x, axis: tl.constexpr):
-    """Return the max of x along axis; NaN wins, as in torch.amax."""
-    nans = tl.sum(tl.where(x != x, 1.0, 0.0), axis=axis)
-    return tl.where(nans > 0.0, float("nan"), tl.max(x, axis=axis))''',
-    "_amin": '''@triton.jit
-def _amin(x, axis: tl.constexpr):
-    """Return the min of x along axis; NaN wins, as in torch.amin."""
-    nans = tl.sum(tl.where(x != x, 1.0, 0.0), axis=axis)
-    return tl.where(nans > 0.0, float("nan"), tl.min(x, axis=axis))''',
-    "_mul": '''@triton.jit
-def _mul(a, b):
-    """Multiply (the combine step of a product)."""
-    return a * b''',
-    "_logaddexp": '''@triton.jit
-def _logaddexp(a, b):
-    """Return log(exp(a) + exp(b)) without overflow; -inf is the identity and NaN wins."""
-    top = tl.maximum(a, b)
-    bottom = tl.minimum(a, b)
-    merged = tl.where(top == bottom, top + 0.6931471805599453, top + tl.log(1.0 + tl.exp(bottom - top)))
-    merged = tl.where(bottom == -float("inf"), top, merged)
-    return tl.where(a != a, a, tl.where(b != b, b, merged))''',
-}
-
-
 class NotEmittable(ValueError):
     """A graph this schedule cannot write (a reduction over a scan, say)."""
 
@@ -75,10 +41,26 @@ class KernelSource:
     helpers: list[str]
 
 
+def index_term(name: str, group: str, index: str, wrapped: str) -> str:
+    """Return a tensor's offset along one group of dims (m outer, k reduced, n inner) at an index into it."""
+    if group in wrapped:
+        # The tensor spans only part of the group (a per-channel vector): (index // divisor % modulus) * stride.
+        return f"(({index} // {name}_d{group}) % {name}_q{group}) * {name}_s{group}"
+    return f"{index} * {name}_s{group}"
+
+
+def stride_args(name: str, groups: str, wrapped: str) -> str:
+    """Return a tensor's stride arguments of the kernel, with a divisor and modulus for each wrapped group."""
+    return ", ".join(f"{name}_s{g}, {name}_d{g}, {name}_q{g}" if g in wrapped else f"{name}_s{g}" for g in groups)
+
+
 class _Emitter:
-    def __init__(self, layout: Layout, looped: bool) -> None:
+    def __init__(self, layout: Layout, looped: bool, streamed: frozenset[str], wrapped: dict[str, str]) -> None:
         self.layout = layout
         self.looped = looped
+        self.streamed = streamed
+        self.wrapped = wrapped
+        self.last_pass = not looped
         self.ax = 1 if layout == "last" else 0
         self.outer = _Scope()
         self.count = 0
@@ -104,9 +86,23 @@ class _Emitter:
 
     def tile_offsets(self, name: str) -> str:
         """Return the offsets of a tensor's [lanes, chunk] tile (or [chunk, lanes] when strided)."""
+        wrapped = self.wrapped.get(name, "")
+        if "k" in wrapped:
+            along = f"{index_term(name, 'k', 'ks', wrapped)}"
+            return f"{name}_base[:, None] + ({along})[None, :]" if self.layout == "last" \
+                else f"({along})[:, None] + {name}_base[None, :]"
         if self.layout == "last":
             return f"{name}_base[:, None] + ks[None, :] * {name}_sk"
         return f"ks[:, None] * {name}_sk + {name}_base[None, :]"
+
+    def eviction(self, name: str) -> str:
+        """Return the cache hint of a tile load: a full-size input streams through L2 once per pass."""
+        # Measured on an H100: a row sum over [8192, 4096] fp32 took 56 us with the default policy and 50 us with
+        # evict_first (torch.compile: 50 us). Earlier passes of a looped row keep it for the next one; inputs
+        # broadcast along the rows (a norm's weight) keep the default.
+        if name not in self.streamed:
+            return ""
+        return ', eviction_policy="evict_first"' if self.last_pass else ', eviction_policy="evict_last"'
 
     def _compute(self, node: RowNode, scope: _Scope) -> str:
         if node.kind in ("number", "param"):
@@ -116,7 +112,8 @@ class _Emitter:
         name = self.fresh()
         if node.kind == "input":
             if node.tile_input:
-                load = f"tl.load({node.text}_ptr + ({self.tile_offsets(node.text)}), mask=mask, other=0.0)"
+                load = (f"tl.load({node.text}_ptr + ({self.tile_offsets(node.text)}), mask=mask, other=0.0"
+                        f"{self.eviction(node.text)})")
             else:
                 load = f"tl.load({node.text}_ptr + {node.text}_base, mask=lane_mask, other=0)"
             scope.lines.append(f"{name} = {load}.to(tl.float32)")
@@ -227,9 +224,14 @@ def looped_passes(root: RowNode, total: Total | None = None) -> int:
     return max(levels.values()) + (1 if root.level == "tile" else 0)
 
 
-def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: Total | None = None) -> KernelSource:
-    """Return the kernel body after the lane set-up: loads, passes, the store (of per-program partials for a total)."""
-    emitter = _Emitter(layout, looped)
+def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: Total | None = None,
+              streamed: frozenset[str] = frozenset(), wrapped: dict[str, str] | None = None) -> KernelSource:
+    """Return the kernel body after the lane set-up: loads, passes, the store (of per-program partials for a total).
+
+    `streamed` names the inputs of the iteration shape's full size: each element is read once per pass.
+    `wrapped` gives, per input, the groups of dims it spans only in part (see index_term).
+    """
+    emitter = _Emitter(layout, looped, streamed, wrapped or {})
     roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
     if not looped:
         emitter.outer.lines += emitter.chunk("0")
@@ -237,7 +239,9 @@ def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: T
         return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))
     online = online_sums(roots)
     level_of = _levels(roots, online)
-    for level in range(1, max(level_of.values()) + 1):
+    levels = max(level_of.values())
+    for level in range(1, levels + 1):
+        emitter.last_pass = level == levels and root.level != "tile"
         body = _Scope()
         accumulators: dict[RowNode, str] = {}
         for node in [n for n in topological(*roots) if n.kind == "reduce" and level_of[n] == level]:
@@ -269,6 +273,7 @@ def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: T
         for node, acc in accumulators.items():
             emitter.outer.names[node] = acc
     if root.level == "tile":
+        emitter.last_pass = True
         final = _Scope()
         emitter.finish(roots, total, final, output)
         emitter.outer.lines += [f"{carry} = tl.full([BLOCK_M], {identity}, tl.float32)"

@@ -6,16 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-import torch
-
-from agent.ir.expr import Const, Expr, Node, Ref
-from agent.ir.infer import torch_dtype
+from agent.ir.expr import Expr, Node, Ref
 from agent.ir.printer import to_text
 from agent.ir.types import ValueType
 
-from .expander import Expander, NotRowLowerable, RowGraph, Space, Value, attr, operand, scalar
-from .graph import INDEX, LENGTH, RowNode, Total, code, mean, number, reduce, scan
+from .expander import Expander, NotRowLowerable, RowGraph, Space, Value, attr, full_rule, scalar
+from .graph import INDEX, LENGTH, RowNode, Total, code, mean, reduce, scan
 from .losses import LOSS_RULES
+from .norms import NORM_RULES
 
 # Index past any row: argmax and argmin take the smallest index that qualifies.
 _NO_INDEX = "2147483648.0"
@@ -91,91 +89,6 @@ def _log_softmax(v: RowNode) -> RowNode:
     return code("({0} - {1} - tl.log({2}))", v, top, reduce("sum", code("tl.exp({0} - {1})", v, top)))
 
 
-def _full_rule(build: Callable[[Expander, Node, RowNode], RowNode], dims: Callable[[Expander, Node], object]
-               ) -> Callable[..., Value]:
-    def rule(x: Expander, e: Node) -> Value:
-        x.reduced_dims(e, e.args[0], dims(x, e))
-        return Value(build(x, e, x.tile(e.args[0])), "full")
-
-    return rule
-
-
-def _last_dims(x: Expander, e: Node) -> object:
-    count = attr(e, "normalized_ndim")
-    if not isinstance(count, int) or count < 1:
-        raise NotRowLowerable(f"{to_text(e)}: normalized_ndim={count!r} must be a positive integer")
-    return tuple(range(-count, 0))
-
-
-def _affine(x: Expander, e: Node, v: RowNode) -> RowNode:
-    for name in ("weight", "bias"):
-        given = operand(e, name)
-        if given is not None:
-            v = code("({0} * {1})" if name == "weight" else "({0} + {1})", v, x.tile(given))
-    return v
-
-
-def _layer_norm(x: Expander, e: Node, v: RowNode) -> RowNode:
-    centred = code("({0} - {1})", v, mean(v))
-    variance = mean(code("({0} * {0})", centred))
-    return _affine(x, e, code("({0} * tl.rsqrt({1} + {2}))", centred, variance, scalar(x, e, "eps")))
-
-
-def _rms_norm(x: Expander, e: Node, v: RowNode) -> RowNode:
-    eps = e.attr("eps", None)
-    if eps is None or (isinstance(eps, Const) and eps.value is None):
-        # PyTorch takes the machine epsilon of the input's dtype when eps is not given.
-        eps_node = number(torch.finfo(torch_dtype(x.tensor(e.args[0]).dtype)).eps)
-    else:
-        eps_node = scalar(x, e, "eps")
-    return _affine(x, e, code("({0} * tl.rsqrt({1} + {2}))", v, mean(code("({0} * {0})", v)), eps_node))
-
-
-def _batch_norm(x: Expander, e: Node) -> Value:
-    """Lower batch_norm with running statistics: per-channel vectors read along dim 1, no reduction."""
-    shape = x.shape(e.args[0])
-    if len(shape) < 2:
-        raise NotRowLowerable(f"{to_text(e)}: batch_norm needs a channel dim (input of rank 2 or more)")
-    x.reduced_dims(e, e.args[0], 1)
-    v = x.tile(e.args[0])
-    channel: dict[str, RowNode] = {}
-    for name in ("running_mean", "running_var", "weight", "bias"):
-        given = operand(e, name)
-        if given is None:
-            continue
-        if not isinstance(given, Ref) or x.shape(given) != (shape[1],):
-            raise NotRowLowerable(f"{to_text(e)}: {name} must be an input of shape [{shape[1]}]")
-        x.channel_inputs.add(given.name)
-        channel[name] = x.tile(given)
-    if "running_mean" not in channel or "running_var" not in channel:
-        raise NotRowLowerable(f"{to_text(e)}: inference batch_norm needs running_mean and running_var")
-    out = code("(({0} - {1}) * tl.rsqrt({2} + {3}))", v, channel["running_mean"], channel["running_var"],
-               scalar(x, e, "eps"))
-    if "weight" in channel:
-        out = code("({0} * {1})", out, channel["weight"])
-    if "bias" in channel:
-        out = code("({0} + {1})", out, channel["bias"])
-    return Value(out, "full")
-
-
-def _instance_norm(x: Expander, e: Node, v: RowNode) -> RowNode:
-    for name in ("running_mean", "running_var", "weight", "bias"):
-        if operand(e, name) is not None:
-            raise NotRowLowerable(f"{to_text(e)}: instance_norm with {name} (a per-channel vector beside rows of "
-                                  "spatial positions) is not lowered yet")
-    if attr(e, "use_input_stats") is not True:
-        raise NotRowLowerable(f"{to_text(e)}: instance_norm with use_input_stats=False is not lowered")
-    centred = code("({0} - {1})", v, mean(v))
-    return code("({0} * tl.rsqrt({1} + {2}))", centred, mean(code("({0} * {0})", centred)), scalar(x, e, "eps"))
-
-
-def _spatial_dims(x: Expander, e: Node) -> object:
-    rank = len(x.shape(e.args[0]))
-    if rank < 3:
-        raise NotRowLowerable(f"{to_text(e)}: instance_norm needs spatial dims (input of rank 3 or more)")
-    return tuple(range(2, rank))
-
-
 def _normalize(x: Expander, e: Node, v: RowNode) -> RowNode:
     length = _p_norm(e, v, attr(e, "p"))
     return code("({0} / tl.maximum({1}, {2}))", v, length, scalar(x, e, "eps"))
@@ -198,7 +111,7 @@ def _scan_rule(x: Expander, e: Node) -> Value:
     return Value(scan(e.op, x.tile(e.args[0])), "full")
 
 
-_RULES: dict[str, Callable[[Expander, Node], Value]] = LOSS_RULES | {
+_RULES: dict[str, Callable[[Expander, Node], Value]] = LOSS_RULES | NORM_RULES | {
     "sum": _reduction(lambda x, e, v: reduce("sum", v)),
     "mean": _reduction(lambda x, e, v: mean(v)),
     "amax": _reduction(lambda x, e, v: reduce("max", v)),
@@ -210,14 +123,10 @@ _RULES: dict[str, Callable[[Expander, Node], Value]] = LOSS_RULES | {
     "std": _reduction(lambda x, e, v: code("tl.sqrt({0})", _var(x, e, v))),
     "vector_norm": _reduction(_norm),
     "logsumexp": _reduction(lambda x, e, v: _logsumexp(v)),
-    "softmax": _full_rule(lambda x, e, v: _softmax(v), lambda x, e: attr(e, "dim")),
-    "log_softmax": _full_rule(lambda x, e, v: _log_softmax(v), lambda x, e: attr(e, "dim")),
-    "softmin": _full_rule(lambda x, e, v: _softmax(code("(-{0})", v)), lambda x, e: attr(e, "dim")),
-    "layer_norm": _full_rule(_layer_norm, _last_dims),
-    "rms_norm": _full_rule(_rms_norm, _last_dims),
-    "normalize": _full_rule(_normalize, lambda x, e: attr(e, "dim")),
-    "batch_norm": _batch_norm,
-    "instance_norm": _full_rule(_instance_norm, _spatial_dims),
+    "softmax": full_rule(lambda x, e, v: _softmax(v), lambda x, e: attr(e, "dim")),
+    "log_softmax": full_rule(lambda x, e, v: _log_softmax(v), lambda x, e: attr(e, "dim")),
+    "softmin": full_rule(lambda x, e, v: _softmax(code("(-{0})", v)), lambda x, e: attr(e, "dim")),
+    "normalize": full_rule(_normalize, lambda x, e: attr(e, "dim")),
     "cosine_similarity": _cosine,
     "cumsum": _scan_rule,
     "cumprod": _scan_rule,
@@ -243,6 +152,8 @@ def expand(expr: Expr, types: dict[str, ValueType], inputs: list[str]) -> RowGra
     output: Literal["full", "kept", "dropped", "total"] = (
         "total" if expander.total else "dropped" if found.space == "dropped"
         else "full" if found.node.level == "tile" else "kept")
+    if expander.groups:
+        _group_views(expander)
     total = expander.total
     if total is not None and total.denominator is not None:
         total = Total(total.mean, _retag(total.denominator, expander.spaces), total.count)
@@ -251,8 +162,20 @@ def expand(expr: Expr, types: dict[str, ValueType], inputs: list[str]) -> RowGra
         tile_inputs=[n for n in inputs if expander.spaces.get(n) == "full"],
         row_inputs=[n for n in inputs if expander.spaces.get(n) == "dropped"],
         helpers=sorted(set(expander.helpers)), total=total,
-        channel_inputs=[n for n in inputs if n in expander.channel_inputs],
+        views=dict(expander.views), groups=expander.groups,
     )
+
+
+def _group_views(expander: Expander) -> None:
+    """See the group norm's other full-size inputs (a residual, say) through the same view as its input."""
+    grouped = next(n for n, role in expander.views.items() if role == "grouped")
+    shape = expander.shape(Ref(grouped))
+    for name, space in expander.spaces.items():
+        if space == "full" and name not in expander.views:
+            if expander.shape(Ref(name)) != shape:
+                raise NotRowLowerable(f"{name} of shape {list(expander.shape(Ref(name)))} beside a group norm of "
+                                      f"{grouped} {list(shape)}: only inputs of the same shape are lowered with it")
+            expander.views[name] = "grouped"
 
 
 def _retag(node: RowNode, spaces: dict[str, Space]) -> RowNode:

@@ -15,6 +15,7 @@ from agent.ir.printer import to_text
 from agent.ir.types import IRError, TensorType, ValueType
 
 from .graph import RowNode, Total, code, number
+from .views import viewed_shape
 
 Space = Literal["full", "dropped", "any"]
 Rules = Mapping[str, Callable[["Expander", Node], "Value"]]
@@ -37,7 +38,14 @@ class RowGraph:
     row_inputs: list[str] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)
     total: Total | None = None
-    channel_inputs: list[str] = field(default_factory=list)  # per-channel vectors: their one dim lines up with dim 1
+    # Inputs seen through a view: "channel" (a per-channel vector lined up with dim 1) or "grouped" (a group norm's
+    # [N, C, *S] input as [N, groups, C / groups, S]); `groups` is the group norm's group count, else 0.
+    views: dict[str, str] = field(default_factory=dict)
+    groups: int = 0
+
+    def iteration_shapes(self, case: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
+        """Return each input's shape in the iteration space (through its view) on a shape case."""
+        return {n: viewed_shape(tuple(s), self.views.get(n, ""), self.rank, self.groups) for n, s in case.items()}
 
 
 @dataclass
@@ -56,7 +64,8 @@ class Expander:
         self.rules = rules
         self.total: Total | None = None
         self.total_of: Expr | None = None  # the node whose result is the total: it must be the whole operator
-        self.channel_inputs: set[str] = set()
+        self.views: dict[str, str] = {}
+        self.groups = 0
         self.types = types
         self.inputs = inputs
         self.spaces: dict[str, Space] = {}
@@ -141,6 +150,17 @@ class Expander:
             wanted = tuple(sorted({d % rank for d in listed})) if rank else ()
         if wanted and wanted != tuple(range(wanted[0], wanted[-1] + 1)):
             raise NotRowLowerable(f"{to_text(e)}: the reduced dims {list(wanted)} are not adjacent")
+        self.fix_dims(e, wanted, rank)
+
+    def view(self, e: Node, given: Expr, role: str, shape: tuple[int, ...]) -> None:
+        """See an input through a view (role "channel" or "grouped"); it must be an input of the expected shape."""
+        if not isinstance(given, Ref) or given.name not in self.inputs or self.shape(given) != shape:
+            raise NotRowLowerable(f"{to_text(e)}: {to_text(given)} must be an input of shape {list(shape)}")
+        if self.views.setdefault(given.name, role) != role:
+            raise NotRowLowerable(f"{to_text(e)}: {given.name} is used both as a channel vector and as data")
+
+    def fix_dims(self, e: Node, wanted: tuple[int, ...], rank: int) -> None:
+        """Record the reduced dims and the iteration rank; every reduction of the operator must share them."""
         if self.dims is None:
             self.dims, self.rank = wanted, rank
         elif (self.dims, self.rank) != (wanted, rank):
@@ -186,3 +206,14 @@ def scalar(x: Expander, e: Node, name: str) -> RowNode:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return number(value)
     raise NotRowLowerable(f"{to_text(e)}: {name}={value!r} is not a number the kernel can use")
+
+
+def full_rule(build: Callable[[Expander, Node, RowNode], RowNode], dims: Callable[[Expander, Node], object]
+              ) -> Callable[..., Value]:
+    """Return the rule of an op whose result has the input's shape (softmax, a norm): dims say what it reduces."""
+
+    def rule(x: Expander, e: Node) -> Value:
+        x.reduced_dims(e, e.args[0], dims(x, e))
+        return Value(build(x, e, x.tile(e.args[0])), "full")
+
+    return rule

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -28,11 +27,12 @@ from agent.reader.agreement import positive_inputs
 from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
-from .emit import ROW_HELPERS, Layout, NotEmittable, emit_body, looped_passes
+from .addressing import lane_bases, streamed_inputs, views_source, wrapped_groups
+from .emit import Layout, NotEmittable, emit_body, looped_passes, stride_args
 from .expand import NotRowLowerable, RowGraph, expand
 from .graph import topological
+from .helpers import ROW_HELPERS
 from .space import MAX_TILE_ELEMENTS, RowFacts, default_row_config, row_space
-from .views import group_strides
 
 _SMOKE_MAX_ELEMENTS = 1 << 20
 INDEX_DTYPES = ("int64", "int32")
@@ -71,9 +71,14 @@ class RowGenerator:
         if others:
             return (f"inputs {', '.join(others)} are not floating point; the offline row engine reads float inputs "
                     "and int64/int32 class targets only")
+        try:
+            wrapped = wrapped_groups(spec, graph)
+        except ValueError as exc:
+            return f"the offline row engine cannot address an input: {exc}"
         for schedule in ("whole_row", "looped_row"):
             try:
-                emit_body(graph.root, _layout(graph), schedule == "looped_row", spec.output, graph.total)
+                emit_body(graph.root, _layout(graph), schedule == "looped_row", spec.output, graph.total,
+                          wrapped=wrapped)
             except NotEmittable as exc:
                 return f"the offline row engine cannot schedule it: {exc}"
         if output_dtype(spec) is None:
@@ -132,7 +137,9 @@ class RowGenerator:
         """Compute everything the templates need from the spec."""
         graph = self.graph(spec)
         layout = _layout(graph)
-        kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output, graph.total)
+        wrapped = wrapped_groups(spec, graph)
+        kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output, graph.total,
+                           streamed_inputs(spec, graph), wrapped)
         names = [t.name for t in spec.inputs]
         helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
@@ -163,11 +170,17 @@ class RowGenerator:
             "row_inputs": graph.row_inputs,
             "tile_indices": [names.index(n) for n in graph.tile_inputs],
             "row_indices": [names.index(n) for n in graph.row_inputs],
-            "channel_indices": [names.index(n) for n in graph.channel_inputs],
+            "views": [(names.index(n), role) for n, role in sorted(graph.views.items())],
+            "groups": graph.groups,
+            "grouped_index": next((names.index(n) for n, r in graph.views.items() if r == "grouped"), None),
+            "wrapped": {n: wrapped.get(n, "") for n in names},
+            "stride_args": {n: stride_args(n, "mkn" if n in graph.tile_inputs else "mn", wrapped.get(n, ""))
+                            for n in graph.tile_inputs + graph.row_inputs},
+            "bases": lane_bases(graph, layout, wrapped, spec.output),
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,
-            "group_strides_source": inspect.getsource(group_strides).rstrip(),
+            "views_source": views_source(graph),
             "output_kind": graph.output,
             "out_dtype": output_dtype(spec),
             "signature": signature(spec),
@@ -209,7 +222,7 @@ class RowGenerator:
 
 def row_length(graph: RowGraph, case: dict[str, list[int]]) -> int:
     """Return the elements along the reduced dims in a shape case."""
-    shape = case[graph.tile_inputs[0]] if graph.tile_inputs else []
+    shape = graph.iteration_shapes(case)[graph.tile_inputs[0]] if graph.tile_inputs else ()
     padded = [1] * (graph.rank - len(shape)) + list(shape)
     return math.prod(padded[d] for d in graph.dims)
 
@@ -225,7 +238,7 @@ def _layout(graph: RowGraph) -> Layout:
 def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None) -> RowFacts:
     sizes = []
     for case in spec.shape_cases():
-        shape = case[graph.tile_inputs[0]] if graph.tile_inputs else spec.output_shape(case)
+        shape = graph.iteration_shapes(case)[graph.tile_inputs[0]] if graph.tile_inputs else spec.output_shape(case)
         padded = [1] * (graph.rank - len(shape)) + list(shape)
         reduce = math.prod(padded[d] for d in graph.dims)
         sizes.append((math.prod(padded) // max(1, reduce), reduce))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agent.generators.offline.dispatch import OfflineGenerator
-from agent.generators.offline.rows.views import group_strides
+from agent.generators.offline.rows.views import group_views, viewed_shape
 from agent.reader import read_spec
 from agent.runtime.devices import DeviceInfo
 from agent.spec import OpSpec, TensorSpec, safe_name
@@ -16,17 +16,27 @@ H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
 
 
 def test_a_layer_norm_weight_is_read_along_the_row_and_broadcast_over_rows() -> None:
-    assert group_strides((96,), (4, 96), 1, 2) == (0, 1, 0)
-    assert group_strides((4, 96), (4, 96), 1, 2) == (96, 1, 0)
+    assert group_views((96,), (4, 96), 1, 2) == [(0, 1, 1), (1, 1, 96), (0, 1, 1)]
+    assert group_views((4, 96), (4, 96), 1, 2) == [(96, 1, 4), (1, 1, 96), (0, 1, 1)]
 
 
 def test_a_reduction_over_a_middle_dim_walks_it_by_stride_without_a_copy() -> None:
-    assert group_strides((64, 512, 1024), (64, 512, 1024), 1, 2) == (512 * 1024, 1024, 1)
+    assert [v[0] for v in group_views((64, 512, 1024), (64, 512, 1024), 1, 2)] == [512 * 1024, 1024, 1]
 
 
-def test_an_input_broadcast_along_part_of_a_group_is_refused_with_its_shape() -> None:
-    with pytest.raises(ValueError, match=r"\(3, 1\)"):
-        group_strides((3, 1), (3, 4, 5), 0, 2)
+def test_a_per_channel_vector_wraps_around_the_rows_of_every_sample() -> None:
+    # instance_norm's weight [C] over rows (n, c) of [N, C, H, W]: row r reads weight[r % C].
+    assert group_views((1, 6, 1, 1), (4, 6, 5, 5), 2, 4)[0] == (1, 1, 6)
+    # group_norm's weight [C] in the [N, G, C / G, S] view: outer (n, g) reads g * C / G, the row k reads k // S.
+    iteration = viewed_shape((2, 8, 3, 5), "grouped", 4, 4)
+    assert iteration == (2, 4, 2, 15)
+    views = group_views(viewed_shape((8,), "channel", 4, 4), iteration, 2, 4)
+    assert views[:2] == [(2, 1, 4), (1, 15, 2)]
+
+
+def test_an_input_broadcast_along_a_dim_between_its_own_is_refused_with_its_shape() -> None:
+    with pytest.raises(ValueError, match=r"\(3, 1, 5\)"):
+        group_views((3, 1, 5), (3, 4, 5), 3, 3)
 
 
 @pytest.mark.parametrize(("text", "reason"), [("F.mse_loss(a, b) a [8, 16] b [16]", "broadcast target"),

@@ -58,6 +58,11 @@ CASES: list[tuple[str, Reference]] = [
      lambda x, rm, rv: F.batch_norm(x, rm, rv, training=False, eps=1e-3)),
     ("实例归一化 x [2, 4, 7, 7]", lambda x: F.instance_norm(x)),
     ("F.instance_norm(x, eps=1e-5) x [2, 3, 10] bf16", lambda x: F.instance_norm(x, eps=1e-5)),
+    ("instance norm with affine: x [2, 5, 6, 7], weight w [5], bias b [5]",
+     lambda x, w, b: F.instance_norm(x, weight=w, bias=b)),
+    ("F.group_norm(x, 4, w, b) x [3, 8, 5, 6] w [8] b [8]", lambda x, w, b: F.group_norm(x, 4, w, b)),
+    ("组归一化，分组数 3，x [2, 6, 17] fp16，gamma [6]，beta [6]", lambda x, w, b: F.group_norm(x, 3, w, b)),
+    ("group norm of x [4, 6] with 2 groups", lambda x: F.group_norm(x, 2)),
 ]
 
 
