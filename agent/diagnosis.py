@@ -144,8 +144,10 @@ def _rule_order(
     order: list[str]
     if current in ROW_SCHEDULES:
         other = "whole_row" if current == "looped_row" else "looped_row"
-        # A memory-bound looped row re-reads its input once per reduction level: one pass in registers first.
-        order = [other, "search"] if bottleneck == "memory" and current == "looped_row" else ["search", other]
+        # A memory-bound looped row re-reads its input once per reduction level: one pass in registers first,
+        # unless the generator itself put the looped row first (read once anyway, or rows too long to hold).
+        rereads = current == "looped_row" and schedules[:1] != ["looped_row"]
+        order = [other, "search"] if bottleneck == "memory" and rereads else ["search", other]
     elif bottleneck == "compute":
         order = ["rows", "search", "persistent", "flat"]
     elif bottleneck == "under-utilized":

@@ -1,11 +1,14 @@
 # Sourced by the GPU scripts: put the carried wheels (.whl/) on PYTHONPATH and print the machine.
 # Usage: . scripts/_device_env.sh OUT_DIR
 if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl .whl/fallback/*.whl \
+  python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl .whl/fallback/*.whl \
     && export PYTHONPATH=/tmp/site:$PWD || exit 1
 else
   export PYTHONPATH=$PWD
 fi
+# The image ships PyTorch and Triton without .pyc files and the sandbox does not write them: byte-compile once,
+# or every sandboxed run spends ~6 s compiling modules (docs/results.md, 2026-11-25).
+python3 -m compileall -q -j 0 $(python3 -c "import os, torch, triton; print(os.path.dirname(torch.__file__), os.path.dirname(triton.__file__))") >/dev/null 2>&1 || true
 export PYTHONUNBUFFERED=1 KERNELGEN_WORK_DIR=/tmp/kg-work
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$1/gpu.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$1/gpu.txt"

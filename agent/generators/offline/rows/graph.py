@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-Kind = Literal["input", "number", "param", "code", "reduce", "scan", "index", "length"]
+Kind = Literal["input", "number", "param", "code", "reduce", "scan", "index", "length", "pick"]
 Level = Literal["tile", "row", "scalar"]
 # What a reduction or a scan combines with, and the value a masked-out element stands for.
 # "shift_max" is a max that may skip NaN: the shift before exp in softmax and logsumexp, where a NaN in the row
@@ -35,7 +35,7 @@ class RowNode:
             return "scalar"
         if self.kind in ("index", "scan"):
             return "tile"
-        if self.kind == "reduce":
+        if self.kind in ("reduce", "pick"):
             return "row"
         levels = {a.level for a in self.args}
         return "tile" if "tile" in levels else "row" if "row" in levels else "scalar"
@@ -76,6 +76,11 @@ def reduce(reducer: str, arg: RowNode) -> RowNode:
 def scan(op: str, arg: RowNode) -> RowNode:
     """Return an inclusive scan along the reduced dims (cumsum, cumprod, cummax, cummin, logcumsumexp)."""
     return RowNode("scan", op, (arg,))
+
+
+def pick(values: RowNode, index: RowNode) -> RowNode:
+    """Return each row's element of a loaded tile input at a per-row index along the reduced dims (else 0)."""
+    return RowNode("pick", "", (values, index))
 
 
 def mean(arg: RowNode) -> RowNode:

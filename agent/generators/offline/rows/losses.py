@@ -12,7 +12,7 @@ from agent.ir.expr import Node
 from agent.ir.printer import to_text
 
 from .expander import Expander, NotRowLowerable, Value, attr, operand, scalar
-from .graph import INDEX, LENGTH, RowNode, Total, code, number, reduce
+from .graph import INDEX, LENGTH, RowNode, Total, code, number, pick, reduce
 
 _REDUCTIONS = ("none", "sum", "mean", "batchmean")
 
@@ -76,6 +76,9 @@ def _class_loss(x: Expander, e: Node) -> Value:
     t = x.row_operand(target)
 
     def picked(values: RowNode) -> RowNode:
+        # A loaded input is gathered at the target (one load a row); anything else is compared along the row.
+        if values.kind == "input":
+            return pick(values, t)
         return reduce("sum", code("tl.where({0} == {1}, {2}, 0.0)", INDEX, t, values))
 
     # -log_softmax at the target, as log(sum) - (v[t] - max): no large max is added and taken away again.

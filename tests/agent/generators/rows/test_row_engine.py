@@ -105,6 +105,34 @@ def test_a_vocabulary_row_read_once_when_looped_starts_looped() -> None:
     assert generator.schedules(read_spec("softmax of x [64, 32000] along dim -1"))[0] == "whole_row"  # two passes
 
 
+def test_a_group_norm_of_few_long_groups_starts_looped_and_of_many_starts_whole() -> None:
+    generator = OfflineGenerator()
+    few = read_spec("F.group_norm(x, 32, w, b) x [8, 256, 64, 64] w [256] b [256] fp16")  # 256 rows of 32768
+    many = read_spec("F.group_norm(x, 32, w, b) x [64, 256, 32, 32] w [256] b [256] fp16")  # 2048 rows of 8192
+    assert generator.schedules(few)[0] == "looped_row"
+    assert generator.schedules(many)[0] == "whole_row"
+
+
+def test_a_loss_at_class_indices_loads_the_target_logit_instead_of_comparing_every_column() -> None:
+    generator = OfflineGenerator()
+    for text in ("cross entropy, logits [4096, 32000] fp16, labels [4096]",
+                 "F.nll_loss(x, t, weight=w) x [64, 1000] t [64] w [1000]"):
+        spec = read_spec(text)
+        for schedule in generator.schedules(spec):
+            files = generator.generate(spec, generator.default_config(spec, schedule, H100))
+            kernel = files.files[files.name_of("triton")]
+            assert "ks[None, :].to(tl.float32)" not in kernel, (text, schedule)
+            assert "& (at" in kernel, (text, schedule)  # the gather is masked to indices inside the row
+
+
+def test_a_per_channel_vector_divides_by_compile_time_constants() -> None:
+    spec = read_spec("F.group_norm(x, 32, w, b) x [8, 256, 64, 64] w [256] b [256] fp16")
+    generator = OfflineGenerator()
+    kernel = generator.generate(spec, generator.default_config(spec, "looped_row", H100))
+    source = kernel.files[kernel.name_of("triton")]
+    assert "w_dk: tl.constexpr, w_qk: tl.constexpr" in source
+
+
 def test_a_whole_row_kernel_refuses_a_row_longer_than_its_tile_and_names_the_schedule_that_takes_it(
         tmp_path: Path) -> None:
     spec = read_spec("instance norm of x [2, 4, 7, 7]")
