@@ -53,6 +53,12 @@ def few_long_rows(facts: RowFacts) -> bool:
             and facts.n_lanes < 2 * facts.multiprocessors)
 
 
+def padded_row(facts: RowFacts) -> bool:
+    """Say whether a whole-row tile would be mostly padding on a long row that the looped row reads at most twice."""
+    return (not facts.strided and facts.passes <= 2 and 4096 <= facts.n_reduce <= MAX_TILE_ELEMENTS
+            and facts.n_reduce < 0.75 * next_pow2(facts.n_reduce))
+
+
 def default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     """Return a sound first configuration: about 4 to 16 values per thread, enough programs for every SM."""
     if schedule == "looped_row":
@@ -69,6 +75,10 @@ def default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
             # 0.206 ms with 2048 and 4.
             return LaunchConfig(schedule="looped_row", block_size=4096, block_m=1, num_warps=8)
         chunk = min(2048 if not facts.strided else 64, next_pow2(facts.n_reduce))
+        if padded_row(facts):
+            # The chunk that wastes least of the last one (H100, softmax over 5000 fp16 columns: 0.093 ms with
+            # 1024-element chunks and 4 warps, 0.111 ms with 2048 and 8).
+            chunk = next((c for c in (2048, 1024) if -(-facts.n_reduce // c) * c <= 1.15 * facts.n_reduce), 512)
         rows = 1 if not facts.strided else 64
         return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=rows, num_warps=4 if chunk >= 1024 else 2)
     row = next_pow2(facts.n_reduce)
