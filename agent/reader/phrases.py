@@ -8,6 +8,7 @@ from typing import Any
 
 from agent.catalogue import Catalogue, Entry, alias_words
 from agent.reader.bindings import Binding
+from agent.reader.errors import SpecQuestion
 from agent.reader.lexer import Token
 from agent.reader.text import Ledger
 
@@ -113,6 +114,8 @@ def read_values(hit: Hit, window: tuple[int, int], ledger: Ledger, bindings: dic
             if choice is not None:
                 hit.values[param.name] = choice[0]
                 ledger.claim(*choice[1], f"{hit.entry.name} {param.name}")
+            elif param.name == "reduction":
+                _ask_if_reduction_unread(ledger, hit, [str(v) for v, _ in param.flags])
             continue
         found = _say_value(ledger, param.say or (param.name,), lo, hi) or _say_value(ledger, param.say or (param.name,),
                                                                                       *whole)
@@ -127,6 +130,18 @@ def read_values(hit: Hit, window: tuple[int, int], ledger: Ledger, bindings: dic
             low, high = token.value
             hit.values[low_name], hit.values[high_name] = min(low, high), max(low, high)
             token.extra["used"] = True
+
+
+def _ask_if_reduction_unread(ledger: Ledger, hit: Hit, choices: list[str]) -> None:
+    """Ask when the text speaks of a loss's reduction in words no flag reads: the default would misread it."""
+    said = re.search(r"归约|(?<![\w])reduction(?![\w])", ledger.masked(), re.I)
+    if said is not None:
+        stops = ",，;；。\n(（)）"
+        start = max((ledger.text.rfind(c, 0, said.start()) for c in stops), default=-1) + 1
+        ends = [i for i in (ledger.text.find(c, said.end()) for c in stops) if i >= 0]
+        words = " ".join(ledger.text[start:min(ends, default=len(ledger.text))].split())
+        raise SpecQuestion(f"{hit.text}: which reduction does '{words}' ask for? ({', '.join(choices)})",
+                           example="reduction='none' (one loss per element or row), 'sum' or 'mean'")
 
 
 def _claim_outside(ledger: Ledger, span: tuple[int, int], hit: Hit, what: str) -> None:
