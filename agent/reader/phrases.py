@@ -133,15 +133,19 @@ def read_values(hit: Hit, window: tuple[int, int], ledger: Ledger, bindings: dic
 
 
 def _ask_if_reduction_unread(ledger: Ledger, hit: Hit, choices: list[str]) -> None:
-    """Ask when the text speaks of a loss's reduction in words no flag reads: the default would misread it."""
-    said = re.search(r"归约|(?<![\w])reduction(?![\w])", ledger.masked(), re.I)
-    if said is not None:
-        stops = ",，;；。\n(（)）"
-        start = max((ledger.text.rfind(c, 0, said.start()) for c in stops), default=-1) + 1
-        ends = [i for i in (ledger.text.find(c, said.end()) for c in stops) if i >= 0]
-        words = " ".join(ledger.text[start:min(ends, default=len(ledger.text))].split())
-        raise SpecQuestion(f"{hit.text}: which reduction does '{words}' ask for? ({', '.join(choices)})",
-                           example="reduction='none' (one loss per element or row), 'sum' or 'mean'")
+    """Ask when the text sets a loss's reduction in words no flag reads: the default mean would misread it."""
+    # Only words that set the reduction (`reduction: ...`, `归约方式...`, `不...归约`), not ones that describe
+    # how to compute it (`accumulate the reduction in fp32`, `沿类别维做归约`).
+    setting = r"(?<![\w])reduction\s*(?:[:=]|(?:same|like|as)(?![\w]))|归约(?:方式|模式)|归约\s*[:=为]|不\S{0,3}归约"
+    said = re.search(setting, ledger.masked(), re.I)
+    if said is None:
+        return
+    clauses = [m.end() for m in re.finditer(r"[,，;；。\n()（）]|\.\s", ledger.text)]
+    start = max([c for c in clauses if c <= said.start()], default=0)
+    end = min([c - 1 for c in clauses if c > said.end()], default=len(ledger.text))
+    words = " ".join(ledger.text[start:end].split())
+    raise SpecQuestion(f"{hit.text}: which reduction does '{words}' ask for? ({', '.join(choices)})",
+                       example="reduction='none' (one loss per element or row), 'sum' or 'mean'")
 
 
 def _claim_outside(ledger: Ledger, span: tuple[int, int], hit: Hit, what: str) -> None:

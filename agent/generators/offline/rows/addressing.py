@@ -34,8 +34,17 @@ def _source(function: Callable[..., Any]) -> str:
 
 
 def wrapped_groups(spec: OpSpec, graph: RowGraph) -> dict[str, str]:
-    """Name, per input, the groups of dims (m, k, n) it spans only in part on the first case (ValueError: none fits)."""
-    shapes = graph.iteration_shapes(spec.shape_cases()[0])
+    """Name, per input, the groups of dims (m, k, n) it spans only in part on any case (ValueError: none fits)."""
+    # A weight spans all of a group when the batch is 1 (the dim drops out) and part of it otherwise: a group
+    # that wraps on any case is addressed with its divisor and modulus on all of them.
+    found: dict[str, str] = {}
+    for case in spec.shape_cases():
+        for name, groups in _wrapped_on(graph, graph.iteration_shapes(case)).items():
+            found[name] = "".join(g for g in "mkn" if g in groups or g in found.get(name, ""))
+    return {n: w for n, w in found.items() if w}
+
+
+def _wrapped_on(graph: RowGraph, shapes: dict[str, tuple[int, ...]]) -> dict[str, str]:
     iteration = tuple(torch.broadcast_shapes(*(shapes[n] for n in graph.tile_inputs)))
     lo, hi = graph.dims[0], graph.dims[-1] + 1
     sizes = (math.prod(iteration[:lo]), math.prod(iteration[lo:hi]), math.prod(iteration[hi:]))
@@ -48,7 +57,7 @@ def wrapped_groups(spec: OpSpec, graph: RowGraph) -> dict[str, str]:
         padded = (1,) * (len(reduced) - len(shapes[name])) + shapes[name]
         views = group_views(padded[:lo] + (1,) * (hi - lo) + padded[lo:], iteration, lo, hi)
         found[name] = "".join(g for g, v, n in zip("mkn", views, sizes, strict=True) if g != "k" and wraps(v, n))
-    return {n: w for n, w in found.items() if w}
+    return found
 
 
 def lane_bases(graph: RowGraph, layout: Layout, wrapped: dict[str, str], output: str) -> dict[str, str]:

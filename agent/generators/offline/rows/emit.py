@@ -151,7 +151,10 @@ class _Emitter:
         tensor, at = values.text, self.fresh("at")
         wrapped = self.wrapped.get(tensor, "")
         along = index_term(tensor, "k", at, wrapped) if "k" in wrapped else f"{at} * {tensor}_sk"
-        scope.lines += [f"{at} = {self.value(index, scope)}.to(tl.int32)", "if INDEX_64:",
+        # An index input is read as it is stored: through float32, classes past 2**24 would round.
+        source = (f"tl.load({index.text}_ptr + {index.text}_base, mask=lane_mask, other=0)"
+                  if index.kind == "input" and not index.tile_input else self.value(index, scope))
+        scope.lines += [f"{at} = {source}.to(tl.int32)", "if INDEX_64:",
                         f"    {at} = {at}.to(tl.int64)",
                         f"{name} = tl.load({tensor}_ptr + {tensor}_base + {along}, "
                         f"mask=lane_mask & ({at} >= 0) & ({at} < n_reduce), other=0.0).to(tl.float32)"]

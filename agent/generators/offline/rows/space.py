@@ -61,6 +61,17 @@ def padded_row(facts: RowFacts) -> bool:
 
 def default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     """Return a sound first configuration: about 4 to 16 values per thread, enough programs for every SM."""
+    config = _default_row_config(facts, schedule)
+    if config.block_m > 1:
+        # No more rows per program than leave every SM a program (the search's own rule).
+        per_sm = max(1, facts.n_lanes // max(1, facts.multiprocessors))
+        config = config.model_copy(update={"block_m": min(config.block_m, 1 << (per_sm.bit_length() - 1))})
+    if facts.ascend:
+        config = config.model_copy(update={"num_warps": 4})  # the only warp count the Ascend space offers
+    return config
+
+
+def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     if schedule == "looped_row":
         if few_long_rows(facts):
             # H100, group_norm over 256 rows of 32768 fp16: 25.7 us in 4096-element chunks with 8 warps.

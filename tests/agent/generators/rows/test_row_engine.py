@@ -150,3 +150,14 @@ def test_a_whole_row_kernel_refuses_a_row_longer_than_its_tile_and_names_the_sch
     kernel = getattr(load_triton_module(files, tmp_path), spec.name)
     with pytest.raises(ValueError, match="looped_row schedule takes rows of any length"):
         kernel(torch.randn(1, 1, 200, 200))
+
+
+def test_a_per_channel_weight_is_wrapped_when_only_a_later_shape_case_has_a_batch(tmp_path: Path) -> None:
+    # With N=1 the weight spans the whole outer group; with N=3 it repeats over it: both cases must run.
+    spec = read_spec("group norm with 4 groups, weight w [8], bias b [8], x fp32, shapes (1, 8, 5, 6) / (3, 8, 5, 6)")
+    generator = OfflineGenerator()
+    kernel = getattr(load_triton_module(generator.generate(spec, generator.default_config(spec, "whole_row", H100)),
+                                        tmp_path), spec.name)
+    for batch in (1, 3):
+        x, w, b = torch.randn(batch, 8, 5, 6), torch.randn(8), torch.randn(8)
+        torch.testing.assert_close(kernel(x, w, b), torch.nn.functional.group_norm(x, 4, w, b), rtol=1e-4, atol=1e-4)
