@@ -115,12 +115,7 @@ def read_values(hit: Hit, window: tuple[int, int], ledger: Ledger, bindings: dic
                 hit.values[param.name] = choice[0]
                 ledger.claim(*choice[1], f"{hit.entry.name} {param.name}")
             elif param.name == "reduction":
-                chinese = _reduction_in_chinese(ledger, [str(v) for v, _ in param.flags])
-                if chinese is not None:
-                    hit.values[param.name] = chinese[0]
-                    ledger.claim(*chinese[1], f"{hit.entry.name} {param.name}")
-                else:
-                    _ask_if_reduction_unread(ledger, hit, [str(v) for v, _ in param.flags])
+                _ask_if_reduction_unread(ledger, hit, [str(v) for v, _ in param.flags])
             continue
         found = _say_value(ledger, param.say or (param.name,), lo, hi) or _say_value(ledger, param.say or (param.name,),
                                                                                       *whole)
@@ -135,21 +130,6 @@ def read_values(hit: Hit, window: tuple[int, int], ledger: Ledger, bindings: dic
             low, high = token.value
             hit.values[low_name], hit.values[high_name] = min(low, high), max(low, high)
             token.extra["used"] = True
-
-
-# What follows `归约方式` when a reduction is named in Chinese.
-_CHINESE_REDUCTIONS = {"求和": "sum", "取和": "sum", "求均值": "mean", "取均值": "mean", "求平均": "mean",
-                       "平均": "mean", "均值": "mean", "无": "none", "不归约": "none", "逐元素": "none"}
-
-
-def _reduction_in_chinese(ledger: Ledger, choices: list[str]) -> tuple[str, tuple[int, int]] | None:
-    """Find `归约方式：求和`, `归约方式为均值`, `归约方式：无` (a value the loss offers)."""
-    words = "|".join(sorted(map(re.escape, _CHINESE_REDUCTIONS), key=len, reverse=True))
-    found = re.search(rf"归约(?:方式|模式)\s*(?:[:=]|为|是|取)?\s*(?P<value>{words})(?![\u3400-\u9fff])",
-                      ledger.masked())
-    if found is None or _CHINESE_REDUCTIONS[found.group("value")] not in choices:
-        return None
-    return _CHINESE_REDUCTIONS[found.group("value")], found.span()
 
 
 def _ask_if_reduction_unread(ledger: Ledger, hit: Hit, choices: list[str]) -> None:
@@ -217,17 +197,23 @@ def _say_bool(ledger: Ledger, says: tuple[str, ...], lo: int, hi: int) -> tuple[
     return None
 
 
+# Chinese words for the values of a choice (`归约方式：求和` is reduction='sum').
+_CHOICE_WORDS = {"求和": "sum", "取和": "sum", "求均值": "mean", "取均值": "mean", "求平均": "mean", "平均": "mean",
+                 "均值": "mean", "无": "none", "不归约": "none", "逐元素": "none"}
+
+
 def _say_choice(ledger: Ledger, says: tuple[str, ...], choices: list[str], lo: int,
                 hi: int) -> tuple[str, tuple[int, int]] | None:
-    """Find `reduction='sum'`, `reduction 取 sum`, `reduction: none` in the window."""
+    """Find `reduction='sum'`, `reduction 取 sum`, `reduction: none`, `归约方式：求和` in the window."""
     masked = ledger.masked()
-    options = "|".join(re.escape(c) for c in sorted(choices, key=len, reverse=True))
+    words = {c.lower(): c for c in choices} | {w: v for w, v in _CHOICE_WORDS.items() if v in choices}
+    options = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
     for say in sorted(says, key=len, reverse=True):
-        pattern = (rf"(?<![\w]){_phrase_pattern(say)}\s*(?:=|:|取|为|是|is|of)?\s*"
-                   rf"['\"]?(?P<value>{options})['\"]?(?![\w])")
+        bounded = rf"(?<![\w]){_phrase_pattern(say)}" if say.isascii() else _phrase_pattern(say)
+        pattern = rf"{bounded}\s*(?:=|:|取|为|是|is|of)?\s*['\"]?(?P<value>{options})['\"]?(?![\w])"
         m = re.search(pattern, masked[lo:hi], re.I)
         if m:
-            return m.group("value").lower(), (lo + m.start(), lo + m.end())
+            return words[m.group("value").lower()], (lo + m.start(), lo + m.end())
     return None
 
 

@@ -49,7 +49,7 @@ def index_term(name: str, group: str, index: str, wrapped: str) -> str:
     return f"{index} * {name}_s{group}"
 
 
-def stride_args(name: str, groups: str, wrapped: str) -> str:
+def stride_params(name: str, groups: str, wrapped: str) -> str:
     """Return a tensor's stride parameters of the kernel, with a divisor and modulus for each wrapped group."""
     # Compile-time divisors: a runtime integer division costs tens of instructions an element (a group norm's
     # per-channel weight ran at 13% of the copy bandwidth), a constant one is a shift or a multiply.

@@ -28,7 +28,7 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .addressing import lane_bases, streamed_inputs, views_source, wrapped_groups
-from .emit import Layout, NotEmittable, emit_body, looped_passes, stride_args
+from .emit import Layout, NotEmittable, emit_body, looped_passes, stride_params
 from .expand import NotRowLowerable, RowGraph, expand
 from .graph import topological
 from .helpers import ROW_HELPERS
@@ -182,7 +182,7 @@ class RowGenerator:
             "groups": graph.groups,
             "grouped_index": next((names.index(n) for n, r in graph.views.items() if r == "grouped"), None),
             "wrapped": {n: wrapped.get(n, "") for n in names},
-            "stride_args": {n: stride_args(n, "mkn" if n in graph.tile_inputs else "mn", wrapped.get(n, ""))
+            "stride_params": {n: stride_params(n, "mkn" if n in graph.tile_inputs else "mn", wrapped.get(n, ""))
                             for n in graph.tile_inputs + graph.row_inputs},
             "bases": lane_bases(graph, layout, wrapped, spec.output),
             "input_names": names,
