@@ -18,7 +18,7 @@ from agent.targets import limit_reached
 # Within this share of the roofline a version has little left to gain: stop.
 NEAR_ROOFLINE_PCT = 95.0
 # The row engine's schedules (reductions, softmax, norms, scans) follow their own order.
-ROW_SCHEDULES = ("whole_row", "looped_row")
+ROW_SCHEDULES = ("whole_row", "looped_row", "split_row")
 
 
 class PatternHint(BaseModel):
@@ -143,17 +143,23 @@ def _rule_order(
         del switches["rows"]  # a 2-D tile only pays where an input is shared across rows
     order: list[str]
     if current in ROW_SCHEDULES:
-        other = "whole_row" if current == "looped_row" else "looped_row"
+        others = [s for s in schedules if s != current]
         # A memory-bound looped row re-reads its input once per reduction level: one pass in registers first,
         # unless the generator itself put the looped row first (read once anyway, or rows too long to hold).
         rereads = current == "looped_row" and schedules[:1] != ["looped_row"]
-        order = [other, "search"] if bottleneck == "memory" and rereads else ["search", other]
+        if bottleneck == "under-utilized" and "split_row" in others:
+            order = ["split_row", "search", *others]  # too few rows for the SMs: spread each row first
+        elif bottleneck == "memory" and rereads:
+            order = ["whole_row", "search", *others]
+        else:
+            order = ["search", *others]
     elif bottleneck == "compute":
         order = ["rows", "search", "persistent", "flat"]
     elif bottleneck == "under-utilized":
         order = ["search", "flat", "rows", "persistent"]
     else:
         order = ["search", "rows", "persistent", "flat"]
+    order = list(dict.fromkeys(order))
     return [search if name == "search" else switches[name] for name in order if name == "search" or name in switches]
 
 
@@ -210,7 +216,10 @@ _SWITCH_WHY = {
                  "(logic edit: all four files regenerated, then its configurations searched).",
     "looped_row": "A row held whole in registers spills or leaves too few programs per SM when rows are long: "
                   "loop over the row in chunks instead (logic edit, then a search).",
+    "split_row": "Fewer rows than SMs leave most of the GPU idle: cut each row into spans taken by separate "
+                 "programs and fold their partials in a second kernel (logic edit, then a search).",
 }
 _SWITCH_GAIN = {"rows": "+5-20% (grid layout, data reuse)", "persistent": "+0-10% (scheduling overhead)",
                 "flat": "+0-10%", "whole_row": "+20-60% (fewer passes over the input)",
-                "looped_row": "+0-30% (no spills on long rows)"}
+                "looped_row": "+0-30% (no spills on long rows)",
+                "split_row": "up to the SMs left idle (few long rows)"}

@@ -100,5 +100,7 @@ def launched_tiles(config_constants: dict[str, int], elements: int, multiprocess
     tile = config_constants.get("BLOCK_SIZE") or config_constants.get("BLOCK_M", 1) * config_constants.get("BLOCK_N", 1)
     tiles = math.ceil(elements / tile)
     if "PROGRAMS_PER_SM" in config_constants and multiprocessors:
-        tiles = min(tiles, config_constants["PROGRAMS_PER_SM"] * multiprocessors)
+        grid = config_constants["PROGRAMS_PER_SM"] * multiprocessors
+        # A persistent grid caps the programs; a split row deals each row out to at least that many.
+        tiles = max(tiles, grid) if "BLOCK_K" in config_constants else min(tiles, grid)
     return tiles

@@ -38,6 +38,12 @@ SPECS = [
     "F.kl_div(a, b, reduction='batchmean') a [8192, 4096] b [8192, 4096] fp32",
     "F.group_norm(x, 32, w, b) x [8, 256, 64, 64] w [256] b [256] fp16",
     "F.instance_norm(x, weight=w, bias=b) x [8, 256, 64, 64] w [256] b [256] fp32",
+    # Few long rows, split across programs.
+    "sum of all elements of x [8192, 4096] fp32",
+    "row sum, x [8, 4194304] fp32",
+    "x.sum(dim=0), x [4194304, 8] fp32",
+    "torch.amax(x, dim=-1) x [4, 8388608] fp16",
+    "torch.linalg.vector_norm(x, dim=-1) x [16, 2097152] bf16",
 ]
 
 

@@ -13,7 +13,7 @@ from agent.spec import OpSpec
 FILE_ROLES = ("triton", "baseline", "accuracy", "performance")
 
 # How the kernel maps work to programs. Switching schedule rewrites the kernel body: a logic edit.
-Schedule = Literal["flat", "rows", "persistent", "whole_row", "looped_row"]
+Schedule = Literal["flat", "rows", "persistent", "whole_row", "looped_row", "split_row"]
 SCHEDULE_NOTES: dict[str, str] = {
     "flat": "1-D grid, one contiguous tile of BLOCK_SIZE elements per program",
     "rows": "2-D tiles of BLOCK_M x BLOCK_N over [rows, last dim], walked on a 1-D grid; row-broadcast "
@@ -25,6 +25,9 @@ SCHEDULE_NOTES: dict[str, str] = {
     "looped_row": "BLOCK_M rows per program, walked in chunks of BLOCK_K: one loop per level of nested "
                   "reductions (a softmax's sum of exponentials rides with its running max: an online softmax), "
                   "then a loop that writes the output (rows of any length)",
+    "split_row": "each row's BLOCK_K chunks dealt out to enough programs for PROGRAMS_PER_SM per SM, BLOCK_M rows "
+                 "each, writing float32 partials; a second kernel folds them in a fixed order and finishes each "
+                 "row (few, long rows: a whole-tensor sum, a column sum of a tall matrix)",
 }
 
 
@@ -32,11 +35,11 @@ class LaunchConfig(BaseModel):
     """A schedule and its tunable launch parameters (a parameter edit changes only the parameters)."""
 
     schedule: Schedule = "flat"
-    block_size: int = 1024  # flat, persistent: elements per tile; rows: BLOCK_N; looped_row: BLOCK_K, chunk length
-    block_m: int = 1  # rows, whole_row, looped_row: rows per tile
+    block_size: int = 1024  # flat, persistent: elements per tile; rows: BLOCK_N; looped/split_row: BLOCK_K
+    block_m: int = 1  # rows and the row schedules: rows per tile
     num_warps: int = 4
     num_stages: int = 1  # persistent: software-pipelining depth of the tile loop
-    programs_per_sm: int = 4  # persistent: programs launched per streaming multiprocessor
+    programs_per_sm: int = 4  # persistent, split_row: programs launched per streaming multiprocessor
 
     def constants(self) -> dict[str, int]:
         """Return the module constants of `_triton.py` that hold this configuration."""
@@ -46,6 +49,9 @@ class LaunchConfig(BaseModel):
             return {"BLOCK_M": self.block_m, "NUM_WARPS": self.num_warps}
         if self.schedule == "looped_row":
             return {"BLOCK_M": self.block_m, "BLOCK_K": self.block_size, "NUM_WARPS": self.num_warps}
+        if self.schedule == "split_row":
+            return {"BLOCK_M": self.block_m, "BLOCK_K": self.block_size, "PROGRAMS_PER_SM": self.programs_per_sm,
+                    "NUM_WARPS": self.num_warps}
         if self.schedule == "persistent":
             return {"BLOCK_SIZE": self.block_size, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages,
                     "PROGRAMS_PER_SM": self.programs_per_sm}
@@ -58,7 +64,8 @@ class LaunchConfig(BaseModel):
     @classmethod
     def from_constants(cls, schedule: Schedule, constants: dict[str, int]) -> LaunchConfig:
         """Rebuild a configuration from its schedule and module constants."""
-        block = constants.get({"rows": "BLOCK_N", "looped_row": "BLOCK_K"}.get(schedule, "BLOCK_SIZE"), 1024)
+        block = constants.get({"rows": "BLOCK_N", "looped_row": "BLOCK_K", "split_row": "BLOCK_K"}.get(
+            schedule, "BLOCK_SIZE"), 1024)
         return cls(
             schedule=schedule, block_size=block, block_m=constants.get("BLOCK_M", 1),
             num_warps=constants.get("NUM_WARPS", 4), num_stages=constants.get("NUM_STAGES", 1),

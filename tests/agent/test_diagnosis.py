@@ -252,3 +252,12 @@ def test_a_row_in_registers_searches_first_then_tries_the_looped_row() -> None:
     whole = LaunchConfig(schedule="whole_row", block_m=1, num_warps=16)
     for bottleneck in ("memory", "under-utilized", "compute"):
         assert _row_sequence(whole, bottleneck) == [search_key("whole_row"), switch_key("whole_row", "looped_row")]
+
+
+def test_an_under_used_gpu_on_few_long_rows_tries_the_split_row_first() -> None:
+    looped = LaunchConfig(schedule="looped_row", block_size=4096, block_m=1, num_warps=8)
+    offered: list[Schedule] = ["looped_row", "whole_row", "split_row"]
+    sequence = _row_sequence(looped, "under-utilized", offered)
+    assert sequence[:2] == [switch_key("looped_row", "split_row"), search_key("looped_row")]
+    assert switch_key("looped_row", "whole_row") in sequence  # still tried, after
+    assert _row_sequence(looped, "memory", offered)[0] == search_key("looped_row")  # rows enough: no split first

@@ -164,3 +164,9 @@ def test_persistent_grid_is_capped_at_programs_per_sm() -> None:
     assert launched_tiles(constants, ELEMENTS, SMS) == 4 * SMS
     assert launched_tiles(constants, 100 * 1024, SMS) == 100  # fewer tiles than the cap: one program each
     assert launched_tiles(constants, ELEMENTS, None) == ELEMENTS // 1024  # unknown SM count: no cap
+
+
+def test_a_split_row_counts_the_programs_its_rows_are_dealt_out_to() -> None:
+    constants = LaunchConfig(schedule="split_row", block_size=4096, block_m=1, programs_per_sm=4).constants()
+    assert launched_tiles(constants, 1, SMS) == 4 * SMS  # one output, a whole GPU of programs: not under-used
+    assert launched_tiles(constants, 100_000, SMS) == 100_000  # more rows than that: one program a row at least

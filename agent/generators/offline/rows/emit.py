@@ -5,22 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .graph import IDENTITY, SCAN_REDUCER, RowNode, Total, depth, topological
+from .graph import IDENTITY, SCAN_REDUCER, RowNode, Total, topological
 
 Layout = Literal["last", "strided"]
 
-_COMBINE = {"sum": "({0} + {1})", "prod": "({0} * {1})", "max": "_max_nan({0}, {1})", "min": "_min_nan({0}, {1})",
+COMBINE = {"sum": "({0} + {1})", "prod": "({0} * {1})", "max": "_max_nan({0}, {1})", "min": "_min_nan({0}, {1})",
             "shift_max": "tl.maximum({0}, {1})", "logaddexp": "_logaddexp({0}, {1})"}
 # Max and min reduce with tl.max / tl.min plus a NaN count rather than tl.reduce with a NaN-aware combine: the same
 # result, and the Triton interpreter runs a custom combine one element at a time (minutes on a 1M-element case).
-_REDUCE = {"sum": "tl.sum({0}, axis={ax})", "prod": "tl.reduce({0}, {ax}, _mul)",
+REDUCE = {"sum": "tl.sum({0}, axis={ax})", "prod": "tl.reduce({0}, {ax}, _mul)",
            "max": "_amax({0}, {ax})", "min": "_amin({0}, {ax})", "shift_max": "tl.max({0}, axis={ax})",
            "logaddexp": "tl.reduce({0}, {ax}, _logaddexp)"}
 _SCAN = {"cumsum": "tl.cumsum({0}, axis={ax})",
          "cumprod": "tl.cumprod({0}, axis={ax})",
          "cummax": "tl.associative_scan({0}, {ax}, _max_nan)", "cummin": "tl.associative_scan({0}, {ax}, _min_nan)",
          "logcumsumexp": "tl.associative_scan({0}, {ax}, _logaddexp)"}
-_HELPER_OF = {"prod": ("_mul",), "max": ("_max_nan", "_amax"), "min": ("_min_nan", "_amin"),
+HELPER_OF = {"prod": ("_mul",), "max": ("_max_nan", "_amax"), "min": ("_min_nan", "_amin"),
               "logaddexp": ("_logaddexp",)}
 
 class NotEmittable(ValueError):
@@ -28,7 +28,7 @@ class NotEmittable(ValueError):
 
 
 @dataclass
-class _Scope:
+class Scope:
     lines: list[str] = field(default_factory=list)
     names: dict[RowNode, str] = field(default_factory=dict)
 
@@ -57,7 +57,7 @@ def stride_params(name: str, groups: str, wrapped: str) -> str:
                      else f"{name}_s{g}" for g in groups)
 
 
-class _Emitter:
+class Emitter:
     def __init__(self, layout: Layout, looped: bool, streamed: frozenset[str], wrapped: dict[str, str]) -> None:
         self.layout = layout
         self.looped = looped
@@ -65,7 +65,7 @@ class _Emitter:
         self.wrapped = wrapped
         self.last_pass = not looped
         self.ax = 1 if layout == "last" else 0
-        self.outer = _Scope()
+        self.outer = Scope()
         self.count = 0
         self.helpers: set[str] = set()
         self.carries: list[tuple[str, str]] = []  # scan carries to set up before the final loop
@@ -78,7 +78,7 @@ class _Emitter:
         """Turn a per-row vector into a tile column (or row) that broadcasts over the chunk."""
         return f"{code}[:, None]" if self.layout == "last" else f"{code}[None, :]"
 
-    def value(self, node: RowNode, scope: _Scope) -> str:
+    def value(self, node: RowNode, scope: Scope) -> str:
         if node.level != "tile":
             scope = self.outer
         if node in scope.names:
@@ -107,7 +107,7 @@ class _Emitter:
             return ""
         return ', eviction_policy="evict_first"' if self.last_pass else ', eviction_policy="evict_last"'
 
-    def _compute(self, node: RowNode, scope: _Scope) -> str:
+    def _compute(self, node: RowNode, scope: Scope) -> str:
         if node.kind in ("number", "param"):
             return node.text
         if node.kind == "length":
@@ -137,13 +137,13 @@ class _Emitter:
         if node.kind == "reduce":
             if self.looped:
                 raise NotEmittable("internal: a reduction was not computed in its pass")
-            scope.lines.append(f"{name} = {self._reduced(node, scope)}")
+            scope.lines.append(f"{name} = {self.reduced(node, scope)}")
             return name
         if node.kind == "scan":
             return self._scan(node, scope, name)
         raise NotEmittable(f"internal: unknown node kind {node.kind}")
 
-    def _pick(self, node: RowNode, scope: _Scope, name: str) -> str:
+    def _pick(self, node: RowNode, scope: Scope, name: str) -> str:
         """Load one element per row at a per-row index: a gather instead of a compare over the whole row."""
         values, index = node.args
         if values.kind != "input" or not values.tile_input:
@@ -160,32 +160,32 @@ class _Emitter:
                         f"mask=lane_mask & ({at} >= 0) & ({at} < n_reduce), other=0.0).to(tl.float32)"]
         return name
 
-    def _masked(self, arg: RowNode, reducer: str, scope: _Scope) -> str:
+    def masked(self, arg: RowNode, reducer: str, scope: Scope) -> str:
         """Emit the tile with masked-out elements set to the reducer's identity; return its name."""
         masked = self.fresh("m")
         scope.lines.append(f"{masked} = tl.where(mask, {self.value(arg, scope)}, {IDENTITY[reducer]})")
-        self.helpers.update(_HELPER_OF.get(reducer, ()))
+        self.helpers.update(HELPER_OF.get(reducer, ()))
         return masked
 
-    def _reduced(self, node: RowNode, scope: _Scope) -> str:
+    def reduced(self, node: RowNode, scope: Scope) -> str:
         arg = node.args[0]
         if arg.level != "tile":
             raise NotEmittable("a reduction of a value that is constant along the reduced dims is not lowered")
         if any(n.kind == "scan" for n in topological(arg)):
             raise NotEmittable("a reduction over a scan is not lowered")
-        return _REDUCE[node.text].format(self._masked(arg, node.text, scope), ax=self.ax)
+        return REDUCE[node.text].format(self.masked(arg, node.text, scope), ax=self.ax)
 
-    def _scan(self, node: RowNode, scope: _Scope, name: str) -> str:
+    def _scan(self, node: RowNode, scope: Scope, name: str) -> str:
         reducer = SCAN_REDUCER[node.text]
-        masked = self._masked(node.args[0], reducer, scope)
+        masked = self.masked(node.args[0], reducer, scope)
         scope.lines.append(f"{name} = {_SCAN[node.text].format(masked, ax=self.ax)}")
         if not self.looped:
             return name
         carry = self.fresh("carry")
         self.carries.append((carry, IDENTITY[reducer]))
         merged = self.fresh()
-        scope.lines.append(f"{merged} = {_COMBINE[reducer].format(name, self.spread(carry))}")
-        scope.lines.append(f"{carry} = {_COMBINE[reducer].format(carry, _REDUCE[reducer].format(masked, ax=self.ax))}")
+        scope.lines.append(f"{merged} = {COMBINE[reducer].format(name, self.spread(carry))}")
+        scope.lines.append(f"{carry} = {COMBINE[reducer].format(carry, REDUCE[reducer].format(masked, ax=self.ax))}")
         return merged
 
     def chunk(self, start: str) -> list[str]:
@@ -194,11 +194,16 @@ class _Emitter:
         return [f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)",
                 "k_mask = ks < n_reduce", f"mask = {mask}"]
 
-    def loop(self, body: _Scope) -> None:
-        self.outer.lines.append("for k0 in range(0, n_reduce, BLOCK_K):")
+    @property
+    def tile_shape(self) -> str:
+        """Return the shape of one chunk's tile: [rows, chunk], or [chunk, lanes] when strided."""
+        return "[BLOCK_M, BLOCK_K]" if self.layout == "last" else "[BLOCK_K, BLOCK_M]"
+
+    def loop(self, body: Scope, start: str = "0", end: str = "n_reduce", step: str = "BLOCK_K") -> None:
+        self.outer.lines.append(f"for k0 in range({start}, {end}, {step}):")
         self.outer.lines += ["    " + line for line in self.chunk("k0") + body.lines]
 
-    def finish(self, roots: tuple[RowNode, ...], total: Total | None, scope: _Scope, output: str) -> None:
+    def finish(self, roots: tuple[RowNode, ...], total: Total | None, scope: Scope, output: str) -> None:
         """Store the result, or for a total this program's partial sums (the value's, then the denominator's)."""
         if total is None:
             self.store(roots[0], self.value(roots[0], scope), scope, output)
@@ -210,97 +215,10 @@ class _Emitter:
             scope.lines.append(f"tl.store({output}_ptr + {offset}, "
                                f"tl.sum(tl.where(lane_mask, {self.value(node, scope)}, 0.0), axis=0))")
 
-    def store(self, root: RowNode, code: str, scope: _Scope, output: str) -> None:
+    def store(self, root: RowNode, code: str, scope: Scope, output: str) -> None:
         if root.level == "tile":
             scope.lines.append(f"tl.store({output}_ptr + ({self.tile_offsets(output)}), "
                                f"{code}.to({output}_ptr.dtype.element_ty), mask=mask)")
         else:
             scope.lines.append(f"tl.store({output}_ptr + {output}_base, {code}.to({output}_ptr.dtype.element_ty), "
                                "mask=lane_mask)")
-
-
-def online_sums(roots: tuple[RowNode, ...]) -> dict[RowNode, RowNode]:
-    """Find the sums of exp(a - max(a)) over a loaded value a: each maps to its max, taken in the same pass."""
-    found = {}
-    for node in topological(*roots):
-        if node.kind == "reduce" and node.text == "sum" and node.args[0].text == "tl.exp({0} - {1})":
-            shifted, top = node.args[0].args
-            if top.kind == "reduce" and top.text == "shift_max" and top.args[0] == shifted and depth(shifted) == 0:
-                found[node] = top
-    return found
-
-
-def _levels(roots: tuple[RowNode, ...], online: dict[RowNode, RowNode]) -> dict[RowNode, int]:
-    """Give each reduction the pass it is taken in: one more than the reductions it reads (an online sum: 1)."""
-    level: dict[RowNode, int] = {}
-    for node in topological(*roots):
-        inner = max((level[a] for a in node.args), default=0)
-        level[node] = 1 if node in online else inner + 1 if node.kind == "reduce" else inner
-    return level
-
-
-def looped_passes(root: RowNode, total: Total | None = None) -> int:
-    """Count the looped schedule's passes over a row: one per level of reductions, one more to write a tile."""
-    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
-    levels = _levels(roots, online_sums(roots))
-    return max(levels.values()) + (1 if root.level == "tile" else 0)
-
-
-def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: Total | None = None,
-              streamed: frozenset[str] = frozenset(), wrapped: dict[str, str] | None = None) -> KernelSource:
-    """Return the kernel body after the lane set-up: loads, passes, the store (of per-program partials for a total).
-
-    `streamed` names the inputs of the iteration shape's full size: each element is read once per pass.
-    `wrapped` gives, per input, the groups of dims it spans only in part (see index_term).
-    """
-    emitter = _Emitter(layout, looped, streamed, wrapped or {})
-    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
-    if not looped:
-        emitter.outer.lines += emitter.chunk("0")
-        emitter.finish(roots, total, emitter.outer, output)
-        return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))
-    online = online_sums(roots)
-    level_of = _levels(roots, online)
-    levels = max(level_of.values())
-    for level in range(1, levels + 1):
-        emitter.last_pass = level == levels and root.level != "tile"
-        body = _Scope()
-        accumulators: dict[RowNode, str] = {}
-        for node in [n for n in topological(*roots) if n.kind == "reduce" and level_of[n] == level]:
-            acc = emitter.fresh("acc")
-            emitter.outer.lines.append(f"{acc} = tl.full([BLOCK_M], {IDENTITY[node.text]}, tl.float32)")
-            accumulators[node] = acc
-        for node, acc in accumulators.items():
-            if node in online:
-                continue  # taken with its max below
-            part = emitter._reduced(node, body)
-            sums = [n for n, top in online.items() if top is node]
-            if not sums:
-                body.lines.append(f"{acc} = {_COMBINE[node.text].format(acc, part)}")
-                continue
-            # Online softmax: rescale the running sums to the new max, then add this chunk's terms.
-            new_top = emitter.fresh("top")
-            body.lines.append(f"{new_top} = tl.maximum({acc}, {part})")
-            for total_node in sums:
-                scale, terms = emitter.fresh("scale"), emitter.fresh("terms")
-                shifted = emitter.value(total_node.args[0].args[0], body)
-                body.lines += [
-                    f'{scale} = tl.where({new_top} == -float("inf"), 0.0, tl.exp({acc} - {new_top}))',
-                    f"{terms} = tl.where(mask, tl.exp({shifted} - {emitter.spread(new_top)}), 0.0)",
-                    f"{accumulators[total_node]} = {accumulators[total_node]} * {scale} + "
-                    f"tl.sum({terms}, axis={emitter.ax})",
-                ]
-            body.lines.append(f"{acc} = {new_top}")
-        emitter.loop(body)
-        for node, acc in accumulators.items():
-            emitter.outer.names[node] = acc
-    if root.level == "tile":
-        emitter.last_pass = True
-        final = _Scope()
-        emitter.finish(roots, total, final, output)
-        emitter.outer.lines += [f"{carry} = tl.full([BLOCK_M], {identity}, tl.float32)"
-                                for carry, identity in emitter.carries]
-        emitter.loop(final)
-    else:
-        emitter.finish(roots, total, emitter.outer, output)
-    return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))

@@ -28,13 +28,26 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .addressing import lane_bases, streamed_inputs, views_source, wrapped_groups
-from .emit import Layout, NotEmittable, emit_body, looped_passes, stride_params
+from .emit import Layout, NotEmittable, stride_params
 from .expand import NotRowLowerable, RowGraph, expand
 from .graph import topological
 from .helpers import ROW_HELPERS
-from .space import MAX_TILE_ELEMENTS, RowFacts, default_row_config, few_long_rows, padded_row, row_space
+from .passes import emit_body, looped_passes
+from .space import (
+    MAX_TILE_ELEMENTS,
+    RowFacts,
+    default_row_config,
+    few_long_rows,
+    few_row_programs,
+    row_space,
+)
+from .split import emit_split, split_refusal
 
 _SMOKE_MAX_ELEMENTS = 1 << 20
+# Rows shorter than this are not split across programs: the second kernel would cost more than it spreads.
+_SPLIT_FROM = 4096
+# Below this many elements one launch beats two however few programs run: the split is offered, not first.
+_SPLIT_FIRST_FROM = 1 << 20
 INDEX_DTYPES = ("int64", "int32")
 # Rows longer than this start looped when the looped schedule reads them once.
 _ONE_PASS_LOOPED_FROM = 8192
@@ -112,20 +125,31 @@ class RowGenerator:
         return f"rows/{_layout(graph)}-{graph.output}"
 
     def schedules(self, spec: OpSpec) -> list[Schedule]:
-        """List the schedules: rows in registers first when they fit, else only the looped row."""
+        """List the schedules: split rows first when too few rows fill the machine, then by row length."""
+        graph = self.graph(spec)
+        facts = _facts(spec, graph)
+        split: list[Schedule] = []
+        if split_refusal(graph.root, graph.total) is None and facts.n_reduce >= _SPLIT_FROM:
+            if few_row_programs(facts, facts.multiprocessors) and facts.n_lanes * facts.n_reduce >= _SPLIT_FIRST_FROM:
+                # Fewer row programs than SMs leave most of the machine idle: cut each row into spans.
+                return ["split_row", "looped_row"]
+            if few_row_programs(facts, 4 * facts.multiprocessors):
+                split = ["split_row"]
+        return self._row_schedules(facts) + split
+
+    def _row_schedules(self, facts: RowFacts) -> list[Schedule]:
+        """List the unsplit schedules: rows in registers first when they fit, else only the looped row."""
         # A row longer than one tile spills when held whole (measured on the H100: 50257 fp32 columns ran at 25%
         # of the roofline with 128 registers/thread and spills, against 35% looped), so it is not offered.
-        facts = _facts(spec, self.graph(spec))
         if facts.n_reduce > MAX_TILE_ELEMENTS:
             return ["looped_row"]
         if few_long_rows(facts):
             # A normalization of few long rows: the whole row is held through three passes (H100, group_norm of
             # [8, 256, 64, 64] fp16, 256 rows of 32768: 48.5 us whole with 32 warps, 25.7 us looped).
             return ["looped_row", "whole_row"]
-        if padded_row(facts):
-            # A whole-row tile of 8192 for 5000 columns idles 39% of its lanes (H100, softmax over 5000 fp16
-            # columns: 0.106 ms whole with 16 warps, 0.093 ms looped in 1024-element chunks).
-            return ["looped_row", "whole_row"]
+        # A whole-row tile of 8192 for 5000 columns idles 39% of its lanes, yet reads the row once: with the rows'
+        # alignment told to the compiler it is the faster (H100, softmax over 5000 fp16 columns: 0.063 ms whole
+        # with 16 warps, 0.067 ms looped in 1024-element chunks; unaligned, 0.106 and 0.093 ms).
         if facts.passes == 1 and facts.n_reduce > _ONE_PASS_LOOPED_FROM and not facts.strided:
             # A row the looped schedule reads once is read once either way, with fewer registers in flight
             # (H100, cross-entropy over 32000 fp16 columns: 0.250 ms looped, 0.315-0.325 ms whole).
@@ -146,10 +170,20 @@ class RowGenerator:
         graph = self.graph(spec)
         layout = _layout(graph)
         wrapped = wrapped_groups(spec, graph)
-        kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output, graph.total,
-                           streamed_inputs(spec, graph), wrapped)
+        streamed = streamed_inputs(spec, graph)
+        partial = None
+        if config.schedule == "split_row":
+            partial, kernel = emit_split(graph.root, layout, spec.output, streamed, wrapped)
+        else:
+            kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output, graph.total,
+                               streamed, wrapped)
         names = [t.name for t in spec.inputs]
-        helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
+        # Row starts the wrapper checks for alignment: the full-size inputs and a full-size output, rows along the
+        # last dim.
+        aligned = ([n for n in graph.tile_inputs if n in streamed] + ([spec.output] if graph.output == "full" else [])
+                   if layout == "last" else [])
+        row_helpers = sorted(set(kernel.helpers) | set(partial.helpers if partial else ()))
+        helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in row_helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
         tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}
@@ -184,10 +218,14 @@ class RowGenerator:
             "wrapped": {n: wrapped.get(n, "") for n in names},
             "stride_params": {n: stride_params(n, "mkn" if n in graph.tile_inputs else "mn", wrapped.get(n, ""))
                             for n in graph.tile_inputs + graph.row_inputs},
-            "bases": lane_bases(graph, layout, wrapped, spec.output),
+            "bases": lane_bases(graph, layout, wrapped, spec.output, frozenset(aligned)),
+            "aligned_indices": [names.index(n) for n in aligned if n in names],
+            "output_aligned": spec.output in aligned,
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,
+            "partial_body": partial.text if partial else "",
+            "n_partials": sum(1 for n in topological(graph.root) if n.kind == "reduce"),
             "views_source": views_source(graph),
             "output_kind": graph.output,
             "out_dtype": output_dtype(spec),
@@ -249,13 +287,13 @@ def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None) -> R
         shape = graph.iteration_shapes(case)[graph.tile_inputs[0]] if graph.tile_inputs else spec.output_shape(case)
         padded = [1] * (graph.rank - len(shape)) + list(shape)
         reduce = math.prod(padded[d] for d in graph.dims)
-        sizes.append((math.prod(padded) // max(1, reduce), reduce))
-    lanes, n_reduce = max(sizes, key=lambda s: s[0] * s[1])
+        sizes.append((math.prod(padded) // max(1, reduce), reduce, math.prod(padded[graph.dims[-1] + 1:])))
+    lanes, n_reduce, n_inner = max(sizes, key=lambda s: s[0] * s[1])
     itemsize = min(2 if d in ("float16", "bfloat16") else 4 for case in spec.dtype_cases() for d in case.values())
     return RowFacts(
         n_reduce=n_reduce, n_lanes=lanes, itemsize=itemsize, strided=_layout(graph) == "strided",
         multiprocessors=(device.multiprocessors if device else 0) or REFERENCE_MULTIPROCESSORS,
-        ascend=bool(device and device.kind == "npu"), passes=looped_passes(graph.root, graph.total),
+        ascend=bool(device and device.kind == "npu"), passes=looped_passes(graph.root, graph.total), n_inner=n_inner,
     )
 
 
