@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 
-# torch attributes a wrapper may touch: allocation, metadata, dtypes, devices.
+# torch attributes a wrapper may touch: allocation (zero-filled for a workspace such as a split kernel's tickets;
+# zeros compute nothing a wrong kernel could hide behind), metadata, dtypes, devices.
 ALLOWED_TORCH = {
-    "empty", "empty_like", "empty_strided", "broadcast_shapes", "promote_types", "result_type",
+    "empty", "empty_like", "empty_strided", "zeros", "broadcast_shapes", "promote_types", "result_type",
     "Size", "Tensor", "device", "dtype", "float32", "float16", "bfloat16", "float64", "int32",
     "int64", "is_tensor", "cuda", "npu", "Generator", "manual_seed",
 }
@@ -166,7 +167,8 @@ def _tensor_names(fn: ast.FunctionDef, *, entry: bool) -> set[str]:
             func = node.value.func
             derived = isinstance(func, ast.Attribute) and (
                 (isinstance(func.value, ast.Name) and func.value.id in names and func.attr in TENSOR_VIEWS) or
-                (isinstance(func.value, ast.Name) and func.value.id == "torch" and func.attr.startswith("empty"))
+                (isinstance(func.value, ast.Name) and func.value.id == "torch"
+                 and (func.attr.startswith("empty") or func.attr == "zeros"))
             )
             if derived:
                 names |= {t.id for t in node.targets if isinstance(t, ast.Name)}

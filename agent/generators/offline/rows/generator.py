@@ -171,9 +171,8 @@ class RowGenerator:
         layout = _layout(graph)
         wrapped = wrapped_groups(spec, graph)
         streamed = streamed_inputs(spec, graph)
-        partial = None
         if config.schedule == "split_row":
-            partial, kernel = emit_split(graph.root, layout, spec.output, streamed, wrapped)
+            kernel = emit_split(graph.root, layout, spec.output, streamed, wrapped)
         else:
             kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output, graph.total,
                                streamed, wrapped)
@@ -182,8 +181,7 @@ class RowGenerator:
         # last dim.
         aligned = ([n for n in graph.tile_inputs if n in streamed] + ([spec.output] if graph.output == "full" else [])
                    if layout == "last" else [])
-        row_helpers = sorted(set(kernel.helpers) | set(partial.helpers if partial else ()))
-        helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in row_helpers]
+        helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
         tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}
@@ -224,7 +222,6 @@ class RowGenerator:
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,
-            "partial_body": partial.text if partial else "",
             "n_partials": sum(1 for n in topological(graph.root) if n.kind == "reduce"),
             "views_source": views_source(graph),
             "output_kind": graph.output,

@@ -28,43 +28,44 @@ def split_refusal(root: RowNode, total: Total | None) -> str | None:
 
 
 def emit_split(root: RowNode, layout: Layout, output: str, streamed: frozenset[str],
-               wrapped: dict[str, str]) -> tuple[KernelSource, KernelSource]:
-    """Return the bodies of the partial kernel (one span of a row per program) and of the combining kernel."""
+               wrapped: dict[str, str]) -> KernelSource:
+    """Return the body of the split kernel: fold a span of each row, then the last program of a row tile finishes it."""
     roots = (root,)
     level_of = pass_levels(roots, {})
     rows = "lanes" if layout == "last" else "outer * n_lanes + lanes"
 
-    partial = Emitter(layout, True, streamed, wrapped)
-    partial.last_pass = True
-    partial.outer.lines += ["split = tl.program_id(axis=1)", f"row_ids = {rows}"]
-    found = reduction_pass(partial, roots, 1, level_of, {})
+    emitter = Emitter(layout, True, streamed, wrapped)
+    emitter.last_pass = True
+    lines = emitter.outer.lines
+    lines += ["split = tl.program_id(axis=1)", f"row_ids = {rows}"]
+    found = reduction_pass(emitter, roots, 1, level_of, {})
     # The spans interleave chunk by chunk: the programs running at once read neighbouring chunks, one sweep over
     # memory, rather than each its own distant stretch.
-    partial.loop(found.body, "split * BLOCK_K", "n_reduce", "n_splits * BLOCK_K")
-    partial.outer.lines += found.after
-    accumulators = found.accumulators
-    slots = {node: index for index, node in enumerate(accumulators)}
-    partial.outer.lines += [f"tl.store({_PARTIAL.format(slots[n])}, {acc}, mask=lane_mask)"
-                            for n, acc in accumulators.items()]
+    emitter.loop(found.body, "split * BLOCK_K", "n_reduce", "n_splits * BLOCK_K")
+    lines += found.after
+    slots = {node: index for index, node in enumerate(found.accumulators)}
+    lines += [f"tl.store({_PARTIAL.format(slots[n])}, {acc}, mask=lane_mask)" for n, acc in found.accumulators.items()]
 
-    # The combining kernel folds BLOCK_S splits at a time as a [BLOCK_S, BLOCK_M] tile: a loop of one load per
-    # split would wait on each load in turn.
-    combine = Emitter(layout, True, streamed, wrapped)
-    combine.outer.lines.append(f"row_ids = {rows}")
-    names = {node: combine.fresh("acc") for node in accumulators}
-    combine.outer.lines += [f"{names[n]} = tl.full([BLOCK_M], {IDENTITY[n.text]}, tl.float32)" for n in names]
-    loop = Scope(["ss = s0 + tl.arange(0, BLOCK_S)", "split_mask = (ss < n_splits)[:, None] & lane_mask[None, :]"])
-    parts = {node: combine.fresh("part") for node in accumulators}
-    loop.lines += [f"{parts[n]} = tl.load(partials_ptr + ({slots[n]} * n_splits + ss[:, None]) * n_rows + "
-                   f"row_ids[None, :], mask=split_mask, other={IDENTITY[n.text]})" for n in accumulators]
-    for node, acc in names.items():
-        combine.helpers.update(HELPER_OF.get(node.text, ()))
-        folded = REDUCE[node.text].format(parts[node], ax=0)
-        loop.lines.append(f"{acc} = {COMBINE[node.text].format(acc, folded)}")
-    combine.outer.lines.append("for s0 in range(0, n_splits, BLOCK_S):")
-    combine.outer.lines += ["    " + line for line in loop.lines]
-    combine.outer.names.update(names)
-    combine.finish(roots, None, combine.outer, output)
-    return (KernelSource("\n".join(partial.outer.lines), sorted(partial.helpers)),
-            KernelSource("\n".join(combine.outer.lines), sorted(combine.helpers)))
-
+    # One launch, not two: each program takes a ticket once its partials are stored (acq_rel: they are visible to
+    # whoever takes a later ticket), and the program with the last ticket folds every split's partials in split
+    # order (the same bits each run) and finishes the rows. A second kernel cost a whole launch on the host.
+    lines += ["ticket = tl.atomic_add(tickets_ptr + pid, 1, sem=\"acq_rel\")", "if ticket == n_splits - 1:"]
+    fold = Scope()
+    names = {node: emitter.fresh("total") for node in found.accumulators}
+    fold.lines += [f"{names[n]} = tl.full([BLOCK_M], {IDENTITY[n.text]}, tl.float32)" for n in names]
+    # BLOCK_S splits at a time as a [BLOCK_S, BLOCK_M] tile; loads bypass L1 (".cg"), which may hold stale lines.
+    loop = ["ss = s0 + tl.arange(0, BLOCK_S)", "split_mask = (ss < n_splits)[:, None] & lane_mask[None, :]"]
+    for node, total in names.items():
+        part = emitter.fresh("part")
+        emitter.helpers.update(HELPER_OF.get(node.text, ()))
+        loop += [f"{part} = tl.load(partials_ptr + ({slots[node]} * n_splits + ss[:, None]) * n_rows + "
+                 f"row_ids[None, :], mask=split_mask, other={IDENTITY[node.text]}, cache_modifier=\".cg\")",
+                 f"{total} = {COMBINE[node.text].format(total, REDUCE[node.text].format(part, ax=0))}"]
+    fold.lines.append("for s0 in range(0, n_splits, BLOCK_S):")
+    fold.lines += ["    " + line for line in loop]
+    # Row values the finish computes go to the outer scope: here, the branch of the last program.
+    emitter.outer = fold
+    fold.names.update(names)
+    emitter.finish(roots, None, fold, output)
+    lines += ["    " + line for line in fold.lines]
+    return KernelSource("\n".join(lines), sorted(emitter.helpers))
