@@ -217,7 +217,7 @@ _SWITCH_WHY = {
     "looped_row": "A row held whole in registers spills or leaves too few programs per SM when rows are long: "
                   "loop over the row in chunks instead (logic edit, then a search).",
     "split_row": "Fewer rows than SMs leave most of the GPU idle: cut each row into spans taken by separate "
-                 "programs and fold their partials in a second kernel (logic edit, then a search).",
+                 "programs, the last of which folds their partials (logic edit, then a search).",
 }
 _SWITCH_GAIN = {"rows": "+5-20% (grid layout, data reuse)", "persistent": "+0-10% (scheduling overhead)",
                 "flat": "+0-10%", "whole_row": "+20-60% (fewer passes over the input)",

@@ -26,8 +26,9 @@ SCHEDULE_NOTES: dict[str, str] = {
                   "reductions (a softmax's sum of exponentials rides with its running max: an online softmax), "
                   "then a loop that writes the output (rows of any length)",
     "split_row": "each row's BLOCK_K chunks dealt out to enough programs for PROGRAMS_PER_SM per SM, BLOCK_M rows "
-                 "each, writing float32 partials; a second kernel folds them in a fixed order and finishes each "
-                 "row (few, long rows: a whole-tensor sum, a column sum of a tall matrix)",
+                 "each, writing float32 partials; the last program of each row tile to finish (an atomic ticket) "
+                 "folds them in a fixed order and finishes the rows (few, long rows: a whole-tensor sum, a column "
+                 "sum of a tall matrix)",
 }
 
 

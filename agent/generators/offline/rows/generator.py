@@ -44,7 +44,7 @@ from .space import (
 from .split import emit_split, split_refusal
 
 _SMOKE_MAX_ELEMENTS = 1 << 20
-# Rows shorter than this are not split across programs: the second kernel would cost more than it spreads.
+# Rows shorter than this are not split across programs: the partials and the fold would cost more than they spread.
 _SPLIT_FROM = 4096
 # Below this many elements one launch beats two however few programs run: the split is offered, not first.
 _SPLIT_FIRST_FROM = 1 << 20

@@ -1,4 +1,4 @@
-"""Write the split row: each row's chunks dealt out to several programs, then a kernel that folds their partials."""
+"""Write the split row: each row's chunks dealt out to several programs, the last of which folds their partials."""
 
 from __future__ import annotations
 

@@ -152,3 +152,5 @@ def test_a_whole_tensor_sum_job_is_verified_with_the_split_row(tmp_path: Path) -
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert "split_row" in json.dumps(report["rounds"][0])
     assert "reduce_sum_kernel[grid + (n_splits,)]" in (tmp_path / "out" / "reduce_sum_triton.py").read_text()
+    definition = (tmp_path / "out" / "definition.md").read_text()
+    assert "chunks shared among several programs" in definition and "PROGRAMS_PER_SM" in definition
