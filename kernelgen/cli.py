@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agent.generators.base import LaunchConfig, parse_label
+from agent.generators.config_rules import config_from_label
 from agent.state import JobRequest, JobState
 from agent.targets import standing
 from kernelgen.admin import users_app
@@ -68,14 +68,15 @@ def run(
     except LlmConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--llm") from None
     initial = None
-    label = initial_config or settings.initial_config
+    label, hint = initial_config or settings.initial_config, "--initial-config"
+    if not label and (initial_block_size or initial_num_warps):
+        label = f"flat: BLOCK_SIZE={initial_block_size or 1024}, NUM_WARPS={initial_num_warps or 4}"
+        hint = "--initial-block-size / --initial-num-warps"
     if label:
-        initial = parse_label(label)
-        if initial is None:
-            raise typer.BadParameter(f"{label!r} is not a configuration like 'flat: BLOCK_SIZE=256, NUM_WARPS=8'",
-                                     param_hint="--initial-config")
-    elif initial_block_size or initial_num_warps:
-        initial = LaunchConfig(block_size=initial_block_size or 1024, num_warps=initial_num_warps or 4)
+        try:  # checked before anything runs, naming the rule a bad configuration breaks
+            initial = config_from_label(label)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=hint) from None
     tasks = split_tasks(text)
     failures = 0
     for index, task in enumerate(tasks):

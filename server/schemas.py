@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
 
-from agent.generators.base import LaunchConfig, parse_label
+from agent.generators.base import SCHEDULE_NOTES, LaunchConfig
+from agent.generators.config_rules import config_from_label
 from agent.reader.outcome import ReadOutcome
 from agent.reading import Reading
 from storage.models import JobPublic as StoredJobPublic
@@ -18,11 +19,8 @@ Device = Literal["auto", "cuda", "npu", "cpu"]
 JobStatus = Literal["queued", "running", "verified", "failed", "rejected", "cancelled"]
 FINAL_STATUSES: tuple[str, ...] = ("verified", "failed", "rejected", "cancelled")
 
-# Bounds of launch parameters a client may start a job from (keeps a kernel's tiles a sane size).
-CONFIG_BOUNDS = {"BLOCK_SIZE": 1 << 16, "BLOCK_M": 1 << 10, "BLOCK_N": 1 << 16, "NUM_WARPS": 32,
-                 "NUM_STAGES": 8, "PROGRAMS_PER_SM": 64}
-POWERS_OF_TWO = ("BLOCK_SIZE", "BLOCK_M", "BLOCK_N", "NUM_WARPS")
-CONFIG_PATTERN = r"^(flat|rows|persistent): [A-Z_]+=\d{1,6}(, [A-Z_]+=\d{1,6})*$"
+# A configuration label: a schedule, then NAME=integer pairs (config_rules checks the rest, naming the rule).
+CONFIG_PATTERN = rf"^({'|'.join(SCHEDULE_NOTES)}): [A-Z_]+=\d{{1,6}}(, [A-Z_]+=\d{{1,6}})*$"
 
 
 def storable(text: str) -> str:
@@ -41,22 +39,8 @@ ConfigLabel = Annotated[str, StringConstraints(max_length=200, pattern=CONFIG_PA
 
 
 def launch_config(label: str) -> LaunchConfig:
-    """Parse a configuration label like `flat: BLOCK_SIZE=256, NUM_WARPS=8`; ValueError if it is not one."""
-    config = parse_label(label.strip())
-    example = "a configuration like 'flat: BLOCK_SIZE=256, NUM_WARPS=8' (schedules: flat, rows, persistent)"
-    if config is None:
-        raise ValueError(f"must be {example}")
-    items = label.strip().partition(": ")[2].split(", ")
-    given = {key: int(value) for key, value in (item.split("=") for item in items)}
-    unknown = set(given) - set(config.constants())
-    if unknown:
-        raise ValueError(f"{', '.join(sorted(unknown))} is not a parameter of the {config.schedule} schedule")
-    for key, value in given.items():
-        if not 1 <= value <= CONFIG_BOUNDS[key]:
-            raise ValueError(f"{key} must be between 1 and {CONFIG_BOUNDS[key]}")
-        if key in POWERS_OF_TWO and value & (value - 1):
-            raise ValueError(f"{key} must be a power of two")
-    return config
+    """Parse a configuration label like `flat: BLOCK_SIZE=256, NUM_WARPS=8`; ValueError naming the rule it breaks."""
+    return config_from_label(label)
 
 
 class JobOptions(BaseModel):

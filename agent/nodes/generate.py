@@ -27,10 +27,17 @@ def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         crud.update_job(ctx.engine, state["job_id"], status="rejected", message=message)
         return {"status": "rejected", "message": message}
     config, reason = request.initial_config, "first version at the configuration the request asked for"
+    offered = ctx.generator.schedules(spec)
+    if config is not None and config.schedule not in offered:
+        message = (f"read as {spec.formula}; the requested configuration's {config.schedule} schedule is not one "
+                   f"the offline generator writes for it (it offers {', '.join(offered)}): start from one of those")
+        ctx.report("generate", message)
+        crud.update_job(ctx.engine, state["job_id"], status="rejected", message=message)
+        return {"status": "rejected", "message": message}
     if config is None:
-        config, reason = _best_known(state, set(ctx.generator.schedules(spec)))
+        config, reason = _best_known(state, set(offered))
     if config is None:
-        config = ctx.generator.default_config(spec, ctx.generator.schedules(spec)[0], state["device"])
+        config = ctx.generator.default_config(spec, offered[0], state["device"])
         reason = "first version from the offline generator at its default configuration"
     if ctx.llm is not None:
         reason += "; the offline kernel is the LLM's starting point for later rounds"

@@ -80,3 +80,11 @@ def test_bad_spec_ends_with_a_clear_error_and_no_kernel(spec: str, words: str, t
     assert run.returncode != 0
     assert "rejected" in run.stdout and words in run.stdout.lower()
     assert not out.exists() or not any(out.rglob("*.py"))
+
+
+def test_a_bad_initial_config_is_refused_before_anything_runs_naming_the_rule(tmp_path: Path) -> None:
+    run = _kernelgen(tmp_path, "run", "ReLU on x [4, 4]", "--initial-config", "flat: BLOCK_SIZE=300",
+                     "--device", "cpu")
+    assert run.returncode == 2
+    assert "BLOCK_SIZE=300: it must be a power of two" in run.stdout + run.stderr
+    assert not (tmp_path / "kernelgen_out").exists() and not (tmp_path / "kg.db").exists()  # nothing ran

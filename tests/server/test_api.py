@@ -70,6 +70,8 @@ def test_unknown_jobs_and_invalid_input_are_json_errors(live: LiveServer) -> Non
             assert response.status_code == 422, (body, response.text)
             detail = response.json()["detail"]
             assert isinstance(detail, str) and detail.startswith(field), detail
+        response = client.post("/jobs", json={"spec": RELU, "initial_config": "flat: BLOCK_SIZE=300"})
+        assert "it must be a power of two" in response.json()["detail"]  # the rule, not just the field
         response = client.post("/jobs", content=b"{not json", headers={"content-type": "application/json"})
         assert response.status_code == 422 and isinstance(response.json()["detail"], str)
         assert client.get("/jobs", params={"limit": 0}).status_code == 422
