@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
 
-from agent.generators.base import SCHEDULE_NOTES, LaunchConfig
+from agent.generators.base import SCHEDULE_NOTES
 from agent.generators.config_rules import config_from_label
 from agent.reader.outcome import ReadOutcome
 from agent.reading import Reading
@@ -38,11 +38,6 @@ def storable(text: str) -> str:
 ConfigLabel = Annotated[str, StringConstraints(max_length=200, pattern=CONFIG_PATTERN), AfterValidator(storable)]
 
 
-def launch_config(label: str) -> LaunchConfig:
-    """Parse a configuration label like `flat: BLOCK_SIZE=256, NUM_WARPS=8`; ValueError naming the rule it breaks."""
-    return config_from_label(label)
-
-
 class JobOptions(BaseModel):
     """How to run a job: the device, the optimization budget and where to start."""
 
@@ -60,7 +55,7 @@ class JobOptions(BaseModel):
     @classmethod
     def _known_config(cls, value: str | None) -> str | None:
         if value is not None:
-            launch_config(value)
+            config_from_label(value)
         return value
 
 

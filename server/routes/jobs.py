@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
+from agent.generators.config_rules import config_from_label
 from agent.llm.config import LlmConfigError, resolve_llm
 from agent.reader import split_tasks
 from agent.reading import Reading
@@ -26,7 +27,6 @@ from server.schemas import (
     JobsPublic,
     JobStatus,
     RoundPublic,
-    launch_config,
 )
 from storage import crud
 from storage.models import Job
@@ -56,7 +56,7 @@ def submit_job(
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"llm: {exc}") from None
     request = JobRequest(
         spec_text=body.spec, device=body.device, rounds=body.rounds, target_speedup=body.target_speedup,
-        initial_config=launch_config(body.initial_config) if body.initial_config else None, llm=body.llm,
+        initial_config=config_from_label(body.initial_config) if body.initial_config else None, llm=body.llm,
     )
     job_id = service.submit(request, owner=principal.name)
     links = JobLinks.of(job_id)

@@ -38,7 +38,7 @@ from .space import (
     RowFacts,
     default_row_config,
     few_long_rows,
-    few_row_programs,
+    row_programs,
     row_space,
 )
 from .split import emit_split, split_refusal
@@ -130,10 +130,10 @@ class RowGenerator:
         facts = _facts(spec, graph)
         split: list[Schedule] = []
         if split_refusal(graph.root, graph.total) is None and facts.n_reduce >= _SPLIT_FROM:
-            if few_row_programs(facts, facts.multiprocessors) and facts.n_lanes * facts.n_reduce >= _SPLIT_FIRST_FROM:
+            if row_programs(facts) < facts.multiprocessors and facts.n_lanes * facts.n_reduce >= _SPLIT_FIRST_FROM:
                 # Fewer row programs than SMs leave most of the machine idle: cut each row into spans.
                 return ["split_row", "looped_row"]
-            if few_row_programs(facts, 4 * facts.multiprocessors):
+            if row_programs(facts) < 4 * facts.multiprocessors:
                 split = ["split_row"]
         return self._row_schedules(facts) + split
 

@@ -67,11 +67,6 @@ def strided_lanes(facts: RowFacts) -> int:
     return min(STRIDED_LANES, next_pow2(facts.n_inner)) if facts.strided else 1
 
 
-def few_row_programs(facts: RowFacts, limit: int) -> bool:
-    """Say whether one program per row (or lane tile) launches fewer programs than `limit`."""
-    return row_programs(facts) < limit
-
-
 def few_long_rows(facts: RowFacts) -> bool:
     """Say whether a normalization has too few long rows for a whole-row tile each (under two per SM)."""
     return (not facts.strided and facts.passes >= 3 and facts.n_reduce >= 8192
