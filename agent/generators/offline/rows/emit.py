@@ -69,6 +69,9 @@ class Emitter:
         self.count = 0
         self.helpers: set[str] = set()
         self.carries: list[tuple[str, str]] = []  # scan carries to set up before the final loop
+        # Looped rows along the last dim read the streamed inputs from the 16-byte boundary below each row's start
+        # (see the kernel's prologue): chunk positions kk count from there, columns ks from the row's start.
+        self.shifted = looped and layout == "last"
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -95,8 +98,13 @@ class Emitter:
             return f"{name}_base[:, None] + ({along})[None, :]" if self.layout == "last" \
                 else f"({along})[:, None] + {name}_base[None, :]"
         if self.layout == "last":
+            if self._shifted_load(name):
+                return f"{name}_lbase[:, None] + kk[None, :] * {name}_sk"
             return f"{name}_base[:, None] + ks[None, :] * {name}_sk"
         return f"ks[:, None] * {name}_sk + {name}_base[None, :]"
+
+    def _shifted_load(self, name: str) -> bool:
+        return self.shifted and name in self.streamed and not self.wrapped.get(name)
 
     def eviction(self, name: str) -> str:
         """Return the cache hint of a tile load: a full-size input streams through L2 once per pass."""
@@ -115,7 +123,10 @@ class Emitter:
         name = self.fresh()
         if node.kind == "input":
             if node.tile_input:
-                load = (f"tl.load({node.text}_ptr + ({self.tile_offsets(node.text)}), mask=mask, other=0.0"
+                # A shifted load also reads the elements around the row that fill its first and last 16 bytes:
+                # every use of the tile masks them out again.
+                load_mask = "span_mask" if self._shifted_load(node.text) else "mask"
+                load = (f"tl.load({node.text}_ptr + ({self.tile_offsets(node.text)}), mask={load_mask}, other=0.0"
                         f"{self.eviction(node.text)})")
             else:
                 load = f"tl.load({node.text}_ptr + {node.text}_base, mask=lane_mask, other=0)"
@@ -191,6 +202,10 @@ class Emitter:
     def chunk(self, start: str) -> list[str]:
         mask = ("lane_mask[:, None] & k_mask[None, :]" if self.layout == "last"
                 else "k_mask[:, None] & lane_mask[None, :]")
+        if self.shifted:
+            return [f"kk = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    kk = kk.to(tl.int64)",
+                    "ks = kk - row_shift", "k_mask = (ks >= 0) & (ks < n_reduce)", f"mask = {mask}",
+                    "span_mask = lane_mask[:, None] & (kk < n_span)[None, :]"]
         return [f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)",
                 "k_mask = ks < n_reduce", f"mask = {mask}"]
 
@@ -200,6 +215,8 @@ class Emitter:
         return "[BLOCK_M, BLOCK_K]" if self.layout == "last" else "[BLOCK_K, BLOCK_M]"
 
     def loop(self, body: Scope, start: str = "0", end: str = "n_reduce", step: str = "BLOCK_K") -> None:
+        if self.shifted and end == "n_reduce":
+            end = "n_reduce + row_shift"
         self.outer.lines.append(f"for k0 in range({start}, {end}, {step}):")
         self.outer.lines += ["    " + line for line in self.chunk("k0") + body.lines]
 

@@ -179,8 +179,10 @@ class RowGenerator:
         names = [t.name for t in spec.inputs]
         # Row starts the wrapper checks for alignment: the full-size inputs and a full-size output, rows along the
         # last dim.
+        # Strided, the lanes' starts: the full-size inputs addressed without a wrap, and the output.
         aligned = ([n for n in graph.tile_inputs if n in streamed] + ([spec.output] if graph.output == "full" else [])
-                   if layout == "last" else [])
+                   if layout == "last" else
+                   [n for n in graph.tile_inputs if n in streamed and not wrapped.get(n)] + [spec.output])
         helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
@@ -219,6 +221,10 @@ class RowGenerator:
             "bases": lane_bases(graph, layout, wrapped, spec.output, frozenset(aligned)),
             "aligned_indices": [names.index(n) for n in aligned if n in names],
             "output_aligned": spec.output in aligned,
+            "aligned_names": aligned if layout != "last" else [],
+            # Looped rows along the last dim: the inputs read from the 16-byte boundary below each row's start.
+            "shift_names": ([n for n in graph.tile_inputs if n in streamed and not wrapped.get(n)]
+                            if layout == "last" and config.schedule == "looped_row" else []),
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,

@@ -1,0 +1,79 @@
+"""Looped rows that start off a 16-byte boundary, read from the boundary below: same values, nothing else read.
+
+Rows of an odd length (a vocabulary of 50257) start at every offset modulo 16 bytes, so the compiler can only load
+them an element at a time; the looped row instead reads each row from the boundary below its start and masks the
+neighbours' elements out (H100, log_softmax over [4096, 50257] bf16 ran at 44% of the copy bandwidth with
+element loads). These run the kernels in the Triton interpreter, in chunks much shorter than the rows.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from agent.generators.offline.dispatch import OfflineGenerator
+from agent.reader import read_spec
+from agent.runtime.devices import DeviceInfo
+from tests.agent.generators.kernels import load_triton_module
+
+CPU = DeviceInfo(kind="cpu", name="cpu")
+
+
+def _looped(text: str, tmp_path: Path, block_size: int = 64) -> tuple[Callable[..., torch.Tensor], object]:
+    generator = OfflineGenerator()
+    spec = read_spec(text)
+    config = generator.default_config(spec, "looped_row", CPU).model_copy(
+        update={"block_size": block_size, "block_m": 1})
+    module = load_triton_module(generator.generate(spec, config), tmp_path)
+    return getattr(module, spec.name), module
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_odd_rows_read_from_the_boundary_below_give_pytorchs_values(dtype: torch.dtype, tmp_path: Path) -> None:
+    log_softmax, module = _looped("log_softmax over the last dim of x [8, 203] fp32", tmp_path)
+    torch.manual_seed(0)
+    x = (torch.randn(8, 203) * 3).to(dtype)
+    assert module.row_vector(1, 1, (x,)) == 16 // x.element_size()  # the shifted reads are the ones tested
+    # Extremes at the rows' edges, where a neighbour's elements share the first and last 16 bytes: the maximum
+    # of row 3 is its first element, row 4 ends in +inf, row 6 starts with a NaN; none may leak into another row.
+    x[3, 0], x[4, -1], x[6, 0] = 80.0, float("inf"), float("nan")
+    got, want = log_softmax(x), torch.log_softmax(x.double(), dim=-1)
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got.double(), want, rtol=tolerance, atol=tolerance, equal_nan=True)
+    assert torch.isfinite(got[[0, 1, 2, 3, 5, 7]]).all() and torch.isnan(got[6]).all()
+
+
+def test_a_one_pass_loss_picks_the_labels_logit_at_its_column_in_shifted_rows(tmp_path: Path) -> None:
+    cross_entropy, module = _looped("F.cross_entropy(x, t, reduction='none') x [8, 203] bf16 t [8]", tmp_path)
+    torch.manual_seed(1)
+    x = torch.randn(8, 203).to(torch.bfloat16)
+    t = torch.tensor([0, 202, 1, 201, 100, 7, 0, 202])  # the first and last columns of rows at every offset
+    assert module.row_vector(1, 1, (x,)) == 8
+    got, want = cross_entropy(x, t), F.cross_entropy(x.double(), t, reduction="none")
+    torch.testing.assert_close(got.double(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_rows_are_read_as_they_are_where_the_16_bytes_around_them_are_not_all_the_tensors(tmp_path: Path) -> None:
+    _, module = _looped("log_softmax over the last dim of x [8, 203] fp32", tmp_path)
+    whole = torch.randn(8, 203, dtype=torch.bfloat16)
+    assert module.row_vector(1, 1, (whole,)) == 8
+    # The last row ends 2 bytes into a 16-byte block the storage does not reach (6 x 203 x 2 = 2436 bytes).
+    assert module.row_vector(1, 1, (torch.randn(6, 203, dtype=torch.bfloat16),)) == 1
+    # A tensor that starts 2 bytes past a boundary.
+    off = torch.randn(8 * 203 + 1, dtype=torch.bfloat16)[1:].view(8, 203)
+    assert module.row_vector(1, 1, (off,)) == 1
+    # Rows that already start on boundaries, and several rows per program (one shift per row would not do).
+    assert module.row_vector(8, 1, (torch.randn(8, 208, dtype=torch.bfloat16),)) == 1
+    assert module.row_vector(1, 2, (whole,)) == 1
+
+
+def test_two_pass_vocabulary_rows_start_in_64_kb_fp32_or_16_kb_half_chunks() -> None:
+    generator = OfflineGenerator()
+    h100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+    fp32 = generator.default_config(read_spec("softmax over the last dim of x [2048, 50257] fp32"), "looped_row", h100)
+    bf16 = generator.default_config(read_spec("log_softmax over the last dim of x [4096, 50257] bf16"), "looped_row",
+                                    h100)
+    assert (fp32.block_size, fp32.num_warps) == (16384, 32)
+    assert (bf16.block_size, bf16.num_warps) == (8192, 16)
