@@ -41,6 +41,12 @@ class KernelSource:
     helpers: list[str]
 
 
+def shifted_store(root: RowNode) -> bool:
+    """Say whether a looped row's output pass can store 16 bytes at a time: a whole-row output and no scan."""
+    # A scan's carry runs from the row's start, so its ends cannot be written apart after the loop.
+    return root.level == "tile" and not any(n.kind == "scan" for n in topological(root))
+
+
 def index_term(name: str, group: str, index: str, wrapped: str) -> str:
     """Return a tensor's offset along one group of dims (m outer, k reduced, n inner) at an index into it."""
     if group in wrapped:
@@ -71,7 +77,8 @@ class Emitter:
         self.carries: list[tuple[str, str]] = []  # scan carries to set up before the final loop
         # Looped rows along the last dim read the streamed inputs from the 16-byte boundary below each row's start
         # (see the kernel's prologue): chunk positions kk count from there, columns ks from the row's start.
-        self.shifted = looped and layout == "last"
+        self.shifted = looped and layout == "last" and any(not wrapped.get(n) for n in streamed)
+        self.store_shifted = False  # set for the output pass of a row written whole (see shifted_store)
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -218,7 +225,21 @@ class Emitter:
         if self.shifted and end == "n_reduce":
             end = "n_reduce + row_shift"
         self.outer.lines.append(f"for k0 in range({start}, {end}, {step}):")
-        self.outer.lines += ["    " + line for line in self.chunk("k0") + body.lines]
+        # The whole 16 bytes of the row's inner part: bounds that are multiples of ROW_VEC keep the stores wide.
+        inner = (["store_mask = lane_mask[:, None] & ((kk >= n_head) & (kk < n_body))[None, :]"]
+                 if self.store_shifted else [])
+        self.outer.lines += ["    " + line for line in self.chunk("k0") + inner + body.lines]
+
+    def ragged_ends(self, body: Scope) -> None:
+        """Write the output pass again over the two ragged ends of each row that the loop's wide stores skip."""
+        ends = ["ke = tl.arange(0, 2 * ROW_VEC)",
+                "ks = tl.where(ke < ROW_VEC, ke, n_tail - row_shift + ke - ROW_VEC)",
+                "if INDEX_64:", "    ks = ks.to(tl.int64)",
+                "kk = ks + row_shift",
+                "k_mask = (ks < tl.where(ke < ROW_VEC, n_head - row_shift, n_reduce)) & (ks < n_reduce)",
+                "mask = lane_mask[:, None] & k_mask[None, :]", "span_mask = mask", "store_mask = mask"]
+        self.outer.lines += ["# The row's first and last few elements, a 16-byte group at most at each end.",
+                             "if ROW_VEC > 1:"] + ["    " + line for line in ends + body.lines]
 
     def finish(self, roots: tuple[RowNode, ...], total: Total | None, scope: Scope, output: str) -> None:
         """Store the result, or for a total this program's partial sums (the value's, then the denominator's)."""
@@ -233,7 +254,11 @@ class Emitter:
                                f"tl.sum(tl.where(lane_mask, {self.value(node, scope)}, 0.0), axis=0))")
 
     def store(self, root: RowNode, code: str, scope: Scope, output: str) -> None:
-        if root.level == "tile":
+        if root.level == "tile" and self.store_shifted:
+            # 16 bytes at a time over the row's inner part; its ragged ends are written after the loop.
+            scope.lines.append(f"tl.store({output}_ptr + ({output}_lbase[:, None] + kk[None, :] * {output}_sk), "
+                               f"{code}.to({output}_ptr.dtype.element_ty), mask=store_mask)")
+        elif root.level == "tile":
             scope.lines.append(f"tl.store({output}_ptr + ({self.tile_offsets(output)}), "
                                f"{code}.to({output}_ptr.dtype.element_ty), mask=mask)")
         else:

@@ -28,7 +28,7 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .addressing import lane_bases, streamed_inputs, views_source, wrapped_groups
-from .emit import Layout, NotEmittable, stride_params
+from .emit import Layout, NotEmittable, shifted_store, stride_params
 from .expand import NotRowLowerable, RowGraph, expand
 from .graph import topological
 from .helpers import ROW_HELPERS
@@ -225,6 +225,8 @@ class RowGenerator:
             # Looped rows along the last dim: the inputs read from the 16-byte boundary below each row's start.
             "shift_names": ([n for n in graph.tile_inputs if n in streamed and not wrapped.get(n)]
                             if layout == "last" and config.schedule == "looped_row" else []),
+            "store_shifted": (layout == "last" and config.schedule == "looped_row" and shifted_store(graph.root)
+                              and any(not wrapped.get(n) for n in streamed)),
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .emit import COMBINE, REDUCE, Emitter, KernelSource, Layout, Scope
+from .emit import COMBINE, REDUCE, Emitter, KernelSource, Layout, Scope, shifted_store
 from .graph import IDENTITY, RowNode, Total, depth, topological
 
 
@@ -112,11 +112,14 @@ def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: T
             emitter.outer.names[node] = acc
     if root.level == "tile":
         emitter.last_pass = True
+        emitter.store_shifted = emitter.shifted and shifted_store(root)
         final = Scope()
         emitter.finish(roots, total, final, output)
         emitter.outer.lines += [f"{carry} = tl.full([BLOCK_M], {identity}, tl.float32)"
                                 for carry, identity in emitter.carries]
         emitter.loop(final)
+        if emitter.store_shifted:
+            emitter.ragged_ends(final)
     else:
         emitter.finish(roots, total, emitter.outer, output)
     return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))

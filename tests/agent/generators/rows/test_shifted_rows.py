@@ -45,6 +45,23 @@ def test_odd_rows_read_from_the_boundary_below_give_pytorchs_values(dtype: torch
     assert torch.isfinite(got[[0, 1, 2, 3, 5, 7]]).all() and torch.isnan(got[6]).all()
 
 
+@pytest.mark.parametrize(("text", "shape", "reference"), [
+    ("log_softmax over the last dim of x [16, 3] bf16", (16, 3), lambda x: torch.log_softmax(x, -1)),  # < 16 bytes
+    ("log_softmax over the last dim of x [8, 11] bf16", (8, 11), lambda x: torch.log_softmax(x, -1)),  # in one chunk
+    ("torch.cumsum(x, dim=-1) x [8, 203] bf16", (8, 203), lambda x: torch.cumsum(x, -1)),  # a scan: stored as is
+    ("layer norm of x [8, 203] bf16", (8, 203), lambda x: F.layer_norm(x, (x.shape[-1],))),  # three passes
+])
+def test_every_element_of_a_shifted_row_is_written_once_with_its_value(text: str, shape: tuple[int, int],
+                                                                       reference: Callable[..., torch.Tensor],
+                                                                       tmp_path: Path) -> None:
+    kernel, module = _looped(text, tmp_path, block_size=16)
+    torch.manual_seed(2)
+    x = torch.randn(shape).to(torch.bfloat16)
+    assert module.row_vector(1, 1, (x,)) == 8  # rows start at every offset of a 16-byte group
+    got, want = kernel(x), reference(x.double())
+    torch.testing.assert_close(got.double(), want, rtol=2e-2, atol=2e-2 * max(1.0, shape[-1] ** 0.5))
+
+
 def test_a_one_pass_loss_picks_the_labels_logit_at_its_column_in_shifted_rows(tmp_path: Path) -> None:
     cross_entropy, module = _looped("F.cross_entropy(x, t, reduction='none') x [8, 203] bf16 t [8]", tmp_path)
     torch.manual_seed(1)
