@@ -210,8 +210,11 @@ class Emitter:
         mask = ("lane_mask[:, None] & k_mask[None, :]" if self.layout == "last"
                 else "k_mask[:, None] & lane_mask[None, :]")
         if self.shifted:
+            # One unsigned compare per element: a column before the row's start wraps to a large value. With one
+            # row per program the row exists, and the mask is the columns' alone (an instruction less per element).
             return [f"kk = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    kk = kk.to(tl.int64)",
-                    "ks = kk - row_shift", "k_mask = (ks >= 0) & (ks < n_reduce)", f"mask = {mask}",
+                    "ks = kk - row_shift", "k_mask = ks.to(tl.uint64 if INDEX_64 else tl.uint32) < n_reduce",
+                    "if BLOCK_M == 1:", "    mask = k_mask[None, :]", "else:", f"    mask = {mask}",
                     "span_mask = lane_mask[:, None] & (kk < n_span)[None, :]"]
         return [f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)",
                 "k_mask = ks < n_reduce", f"mask = {mask}"]
