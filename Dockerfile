@@ -1,21 +1,74 @@
-# The offline generator, its CLI and the job service. Without a GPU the kernels are
-# checked in the Triton interpreter; run with `--gpus all` on a CUDA host to measure them.
-# Service: docker run -p 8000:8000 -e KERNELGEN_API_TOKENS='["<token>"]' IMAGE serve --host 0.0.0.0
-# Generated code runs under bubblewrap, which needs namespaces: give the container --cap-add SYS_ADMIN, or
-# --security-opt seccomp=unconfined (docs/security.md); without them model-written code is refused.
-FROM python:3.11-slim
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap gcc && rm -rf /var/lib/apt/lists/*
-WORKDIR /app
+# The offline generator, its CLI and the job service, as the non-root user `kernelgen`.
+#   one job:  docker run --rm --gpus all -v kernelgen-data:/data IMAGE run "ReLU on a float32 tensor x of shape [64]"
+#   service:  docker compose up (docker-compose.yml: PostgreSQL beside it), or
+#             docker run --gpus all -p 8000:8000 -e KERNELGEN_API_TOKENS='["alice:<token>"]' IMAGE
+# Without a GPU the same image checks kernels in the Triton interpreter. Generated code runs under bubblewrap,
+# which a container running as a non-root user lets start only with
+#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined
+# (docs/service.md, "Running in a container"); without them model-written code is refused.
+#
+# One stage on purpose: gcc must stay in the final image (below), so a build stage would save nothing, and
+# copying a finished environment out of one would put torch into a new multi-GB layer on every code change.
+# Pinned to bookworm, CI's Debian: the same bubblewrap (0.8.0) and util-linux (prlimit, setpriv) that the
+# sandbox is tested on.
+FROM python:3.11-slim-bookworm
+
+# gcc and libc6-dev: Triton compiles its C launcher with the system compiler the first time a kernel runs on a
+# GPU, and gcc alone (without recommends) has no C headers. bubblewrap: the sandbox of generated code.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/* \
+    && for tool in bwrap gcc prlimit setpriv; do command -v "$tool" >/dev/null || { echo "no $tool" >&2; exit 1; }; done
+
+ENV VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1
+RUN python -m venv /opt/venv
+
+# torch first, in a layer of its own, so that changing the code does not download it again. PyPI's default
+# torch wheel for Linux x86_64 is the CUDA build (it brings the nvidia-* runtime wheels and the Triton it was
+# built with), so the image measures kernels on a CUDA host given the GPU; with no GPU it runs the interpreter.
+# The default range is the pyproject's. For a smaller, CPU-only image:
+#   --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG TORCH="torch>=2.4"
+ARG TORCH_INDEX_URL=https://pypi.org/simple
+RUN pip install --index-url "$TORCH_INDEX_URL" "$TORCH"
+
+# The project's other dependencies, read from pyproject.toml, then the project itself without them: a code
+# change rebuilds only the last, small layer.
+WORKDIR /src
 COPY pyproject.toml README.md ./
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY agent agent
 COPY kernelgen kernelgen
 COPY server server
 COPY storage storage
 COPY prompts prompts
-RUN pip install --no-cache-dir .
-ENV KERNELGEN_DATABASE_URL=sqlite:////data/kernelgen.db KERNELGEN_WORK_DIR=/data/work \
+RUN pip install --no-deps . && rm -rf /src/build /src/*.egg-info
+
+# The service runs as this user: bubblewrap then confines runs in a user namespace, and nothing the service
+# writes on the volume belongs to root. A uid no host account is likely to have, because the sandbox's process
+# limit counts every process of that uid on the host. /data is created and owned here so that a new named
+# volume inherits the owner.
+RUN useradd --create-home --uid 10001 --user-group kernelgen \
+    && mkdir -p /data && chown kernelgen:kernelgen /data
+# The driver's libraries are mounted by the NVIDIA container toolkit; compute is what torch and Triton need.
+ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+    KERNELGEN_DATABASE_URL=sqlite:////data/kernelgen.db KERNELGEN_WORK_DIR=/data/work \
     KERNELGEN_ARTIFACT_ROOT=/data/jobs
-EXPOSE 8000
+USER kernelgen
+# `kernelgen run` writes its default kernelgen_out/ under the working folder, so that is the volume too.
+WORKDIR /data
 VOLUME ["/data"]
+EXPOSE 8000
+
+# /healthz needs no token and answers 503 when the database does not answer (urlopen raises, the check fails).
+# A container started for `kernelgen run` serves nothing and shows "unhealthy"; that does not stop it.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('KERNELGEN_PORT', '8000'), timeout=8)"]
+
 ENTRYPOINT ["kernelgen"]
-CMD ["--help"]
+# The service refuses to listen beyond loopback until tokens or users exist (KERNELGEN_API_TOKENS, `users add`).
+# The port is left to KERNELGEN_PORT (default 8000), the one the healthcheck reads.
+CMD ["serve", "--host", "0.0.0.0"]

@@ -36,7 +36,7 @@ class Analysis(BaseModel):
     peak_tflops: float
     reference_only: bool  # True when the peaks are a reference device's, not this machine's
     ridge: float  # FLOP per byte where memory and compute bounds meet
-    flops_per_element: int
+    flops_per_element: int | float  # the spec's flops_per_output: whole counts print without a trailing .0
     cases: list[CaseFigures]
 
 
@@ -69,8 +69,9 @@ def analyse(spec: OpSpec, device: DeviceInfo) -> Analysis:
                 bound_ms=max(memory_ms, compute_ms),
                 bound="memory" if memory_ms >= compute_ms else "compute",
             ))
-    per_element = round(cases[0].flops / max(1, cases[0].elements)) if cases else 0
+    per_element = round(spec.flops_per_output, 2)
     return Analysis(
         device_name=name, peak_gbs=gbs, peak_tflops=tflops, reference_only=reference,
-        ridge=tflops * 1e12 / (gbs * 1e9), flops_per_element=per_element, cases=cases,
+        ridge=tflops * 1e12 / (gbs * 1e9), cases=cases,
+        flops_per_element=int(per_element) if float(per_element).is_integer() else per_element,
     )

@@ -23,7 +23,13 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["target_text"] = target_text
+    env.filters["shapes"] = shown_shapes
     return env
+
+
+def shown_shapes(shapes: dict[str, list[int]]) -> str:
+    """Write a case's shapes the way the documents name them: `x [8192, 4096], bias [4096]`."""
+    return ", ".join(f"{name} {list(shape)}" for name, shape in shapes.items())
 
 
 def render(template: str, **context: Any) -> str:

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from agent.ir.count import flops_per_output
 from agent.ir.edges import edge_cases
 from agent.ir.expr import Expr, names
 from agent.ir.index_inputs import IndexInput, index_inputs
@@ -113,9 +114,11 @@ class OpSpec(BaseModel):
     target_speedup: float | None = Field(default=None, gt=0)  # None: aim for the limit (agent.targets)
     tolerances: dict[str, Tolerance] = Field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     max_rounds: int = Field(default=MAX_ROUNDS, ge=1, le=MAX_ROUNDS)
-    # custom only: the output shape of each shape case, odd shapes worth testing, FLOPs per output element.
+    # custom only: the output shape of each shape case, odd shapes worth testing.
     output_shapes: list[list[int]] = []
     edge_cases: list[dict[str, list[int]]] = []
+    # FLOPs per output element of the first shape and dtype case: the model's estimate for a custom op, else
+    # counted from the IR when the spec is validated (report.json, the definition and the timing harness share it).
     flops_per_output: float = Field(default=0.0, ge=0)
     reading: Reading | None = None  # what the reader understood, shown before generating and kept with the job
 
@@ -162,6 +165,7 @@ class OpSpec(BaseModel):
                 raise ValueError(f"inputs list different numbers of {field_name}: {counts}")
         for case in self.shape_cases():
             self.output_shape(case)
+        self.flops_per_output = flops_per_output(expr, self.input_types(self.shape_cases()[0], self.dtype_cases()[0]))
         for dtype in {d for t in self.inputs for d in t.dtypes if d in DEFAULT_TOLERANCES}:
             self.tolerances.setdefault(dtype, DEFAULT_TOLERANCES[dtype])
         return self

@@ -33,7 +33,7 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debu
 def run(
     spec: Annotated[str | None, typer.Argument(help="The operator spec, in English or Chinese.")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the spec or a task book.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder [kernelgen_out/<op>].")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (default kernelgen_out/<op>).")] = None,
     device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
     rounds: Annotated[int | None, typer.Option(help="Max optimization rounds (1-5).")] = None,
     target_speedup: Annotated[float | None, typer.Option(
@@ -43,12 +43,12 @@ def run(
     initial_num_warps: Annotated[int | None, typer.Option(help="Start from this num_warps.")] = None,
     initial_config: Annotated[str | None, typer.Option(
         help="Start from this configuration, e.g. 'rows: BLOCK_M=2, BLOCK_N=1024, NUM_WARPS=4' "
-             "[env KERNELGEN_INITIAL_CONFIG].")] = None,
+             "(env KERNELGEN_INITIAL_CONFIG).")] = None,
     llm: Annotated[str | None, typer.Option(
-        help="offline | openai | auto: auto uses the LLM when an endpoint is set [env KERNELGEN_LLM].")] = None,
+        help="offline | openai | auto: auto uses the LLM when an endpoint is set (env KERNELGEN_LLM).")] = None,
     llm_base_url: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1 [env KERNELGEN_LLM_BASE_URL].")] = None,
-    llm_model: Annotated[str | None, typer.Option(help="Model name [env KERNELGEN_LLM_MODEL].")] = None,
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1 (env KERNELGEN_LLM_BASE_URL).")] = None,
+    llm_model: Annotated[str | None, typer.Option(help="Model name (env KERNELGEN_LLM_MODEL).")] = None,
 ) -> None:
     """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel."""
     from agent.llm.config import LlmConfigError, resolve_llm
@@ -88,20 +88,36 @@ def run(
             device=device, rounds=rounds,
             target_speedup=target_speedup, initial_config=initial, llm=llm,  # type: ignore[arg-type]
         )
-        final = run_job(request, settings, _print_stage)
-        _print_summary(final)
+        progress = _Progress()
+        final = run_job(request, settings, progress)
+        _print_summary(final, progress)
         failures += final.get("status") != "verified"
     raise typer.Exit(code=1 if failures else 0)
 
 
-def _print_stage(stage: str, message: str) -> None:
-    console.print(f"[bold cyan]{stage:>12}[/] {message}", highlight=False)
+class _Progress:
+    """Print each stage's report as it comes, and remember it, so the summary does not say it again."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def __call__(self, stage: str, message: str) -> None:
+        """Print one stage's report."""
+        self.lines.append((stage, message))
+        console.print(f"[bold cyan]{stage:>12}[/] {escape(message)}", highlight=False)
+
+    def stage_that_said(self, message: str) -> str | None:
+        """Return the stage whose report already holds the message, if any."""
+        return next((stage for stage, line in self.lines if message and message in line), None)
 
 
-def _print_summary(final: JobState) -> None:
+def _print_summary(final: JobState, progress: _Progress) -> None:
     status = final.get("status", "failed")
     if status == "rejected" or "spec" not in final:
-        console.print(f"[bold red]{status}[/]: {final.get('message', '')}", highlight=False)
+        message = final.get("message", "")
+        said = progress.stage_that_said(message)
+        reason = f"the {said} line above says why" if said else escape(message)
+        console.print(f"[bold red]{status}[/]: {reason}", highlight=False)
         console.print("No kernel was written.")
         return
     reduced = status == "verified" and final.get("coverage", {}).get("shapes") == "reduced"
@@ -123,7 +139,7 @@ def _print_summary(final: JobState) -> None:
             "best" if r.index == final.get("best_round") else ("yes" if r.accepted else "no"),
         )
     Console(width=max(console.width, 160)).print(table)  # folded columns are unreadable at 80
-    console.print(final.get("message", ""), highlight=False)
+    console.print(escape(final.get("message", "")), highlight=False)
     console.print(f"Output: {final['out_dir']} (generator: {final.get('generator', 'offline')})", highlight=False)
 
 

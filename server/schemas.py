@@ -170,7 +170,7 @@ class LlmUsage(BaseModel):
 
 
 class JobDetail(JobPublic):
-    """A job with its reading, its place in the queue, its rounds and, when it failed, why."""
+    """A job with its reading, its place in the queue, its rounds and, when it failed or was rejected, why."""
 
     understood: str | None = Field(default=None, description="How the spec was read (the 'Understood as' block); "
                                                              "null before reading or when it raised a question.")
@@ -178,7 +178,7 @@ class JobDetail(JobPublic):
     queue_position: int | None = Field(description="1-based place among queued jobs; null unless queued.")
     rounds: list[RoundPublic]
     llm_usage: LlmUsage = Field(description="The job's LLM calls: count, tokens, latency, outcomes.")
-    error: str | None = Field(description="Why the job failed; null unless it failed.")
+    error: str | None = Field(description="Why the job failed or was rejected; null otherwise.")
     links: JobLinks
 
 

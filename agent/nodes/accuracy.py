@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from agent.context import JobContext
 from agent.llm.contract import check_files
 from agent.runtime.cross_check import cross_check
-from agent.runtime.results import clean_accuracy
+from agent.runtime.results import clean_accuracy, failure_cause
 from agent.runtime.sandbox import run_file
 from agent.runtime.static_check import StaticCheckError, check_triton_file
 from agent.state import JobState
@@ -61,5 +61,9 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     skipped = result.get("skipped", [])
     reasons = "; ".join(dict.fromkeys(str(s.get("reason", "")) for s in skipped if isinstance(s, dict)))
     note = f", {len(skipped)} skipped ({reasons or 'no reason given'})" if skipped else ""
+    cause = failure_cause(result) if status != "pass" else None
+    if cause:  # the first exception, in a line: the whole of each case's message stays in report.json
+        result["cause"] = cause
+        note += f"; first error: {cause}" if "cases_run" in result else ""
     ctx.report("accuracy", f"round {pending.index}: {status}: {summary}{note} in {run.seconds:.1f} s")
     return {"pending": pending.model_copy(update={"accuracy_status": status, "accuracy": result})}

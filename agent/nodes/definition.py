@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from agent.analysis import Analysis, analyse
 from agent.context import JobContext
 from agent.coverage import memory_refusal, planned
+from agent.definition_figures import change_options, data_reuse, known_patterns, launch_geometry, limits, sizes
 from agent.diagnosis import PatternHint
 from agent.documents import render
 from agent.generators.base import SCHEDULE_NOTES
@@ -37,6 +38,16 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     refusal = ctx.generator.refusal(spec)
     coverage = planned(analysis, device) if refusal is not None else planned(
         analysis, device, ctx.generator.interpreter_max_elements(spec))
+    category = f"{spec.category}/{spec.name}" if refusal is not None else ctx.generator.category(spec)
+    patterns = [
+        PatternHint.model_validate(p, from_attributes=True)
+        for p in crud.list_patterns(ctx.engine, device=device.name, category=category)
+    ]
+    config = request.initial_config or (
+        ctx.generator.default_config(spec, ctx.generator.schedules(spec)[0], device) if refusal is None else None)
+    reuse, more = data_reuse(spec, analysis, config)
+    figures = {"sizes": sizes(analysis), "reuse": reuse, "reuse_more": more, "limits": limits(),
+               "patterns": known_patterns(patterns)}
     if refusal is not None and ctx.llm is not None:
         try:
             reply = write_definition(ctx.llm, spec, device, _figures(analysis))
@@ -46,22 +57,17 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
             return {"status": "failed", "message": message, "device": device}
         text = render("definition_custom.md.j2", spec=spec, device=device, analysis=analysis, reply=reply,
                       request_text=request.spec_text.strip(), out_shapes=out_shapes, model=ctx.llm.config.model,
-                      coverage=coverage)
+                      coverage=coverage, options=[], **figures)
     else:
-        config = request.initial_config or (
-            ctx.generator.default_config(spec, ctx.generator.schedules(spec)[0], device) if refusal is None else None)
+        options = change_options(ctx.generator, spec, config, device) if config is not None else []
+        launch = launch_geometry(spec, config, device) if config is not None else None
         text = render("definition.md.j2", spec=spec, device=device, analysis=analysis, refusal=refusal,
                       request_text=request.spec_text.strip(), config=config, out_shapes=out_shapes,
-                      coverage=coverage, schedule_notes=SCHEDULE_NOTES)
+                      coverage=coverage, schedule_notes=SCHEDULE_NOTES, launch=launch, options=options, **figures)
     write_artifact(ctx.engine, state["job_id"], state["out_dir"], "definition.md", text)
     worst = max(analysis.cases, key=lambda c: c.bound_ms)
     ctx.report("definition", f"{device.kind} ({device.name}); {worst.bound}-bound, largest case bound "
                f"{worst.bound_ms:.4f} ms")
-    category = f"{spec.category}/{spec.name}" if refusal is not None else ctx.generator.category(spec)
-    patterns = [
-        PatternHint.model_validate(p, from_attributes=True)
-        for p in crud.list_patterns(ctx.engine, device=device.name, category=category)
-    ]
     if patterns:
         helped = sum(1 for p in patterns if p.times_helped)
         ctx.report("definition", f"{len(patterns)} optimization patterns known for {category} on {device.name} "

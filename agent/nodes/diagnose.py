@@ -11,6 +11,7 @@ from agent.diagnosis import Diagnosis, diagnose_version, evidence_of, good_enoug
 from agent.llm.authoring import hints_of, propose
 from agent.llm.client import LlmError
 from agent.roofline import Placement
+from agent.runtime.results import failure_cause
 from agent.state import JobState, RoundRecord
 from agent.targets import stalled, vs_compile
 
@@ -87,10 +88,21 @@ def _summary(diagnosis: Diagnosis) -> str:
 
 
 def _failure(record: RoundRecord) -> str:
-    """Say in a line why a version failed: the refusal, or what its run reported."""
+    """Say in a line why a version failed: the refusal, the first exception its run raised, or what it reported."""
     check = record.accuracy.get("cross_check") or {}
-    message = record.accuracy.get("message") or check.get("message") or record.verdict
+    message = failure_cause(record.accuracy) or failure_cause(check) or _failed_cases(record.accuracy) \
+        or _failed_cases(check) or record.verdict
     return f"v{record.index} {record.accuracy_status}: {message}"[:400]
+
+
+def _failed_cases(result: dict[str, Any]) -> str | None:
+    """Say how many cases gave wrong values, and by how much (None when the result lists no failed case)."""
+    failed, run = result.get("cases_failed"), result.get("cases_run")
+    if not isinstance(failed, int) or not isinstance(run, int) or not failed:
+        return None
+    error = result.get("max_abs_err")
+    return f"{failed} of {run} cases give wrong values" + (
+        f" (max abs error {error:.3g})" if isinstance(error, int | float) else "")
 
 
 def _stop_reason(state: JobState) -> str | None:
@@ -100,8 +112,8 @@ def _stop_reason(state: JobState) -> str | None:
         return state["llm_error"] + (f"; best is v{best_index}" if best_index is not None else "")
     if best_index is None:
         if state.get("generator", "offline") == "offline":
-            return ("no version passed the accuracy test; the offline generator does not repair kernels "
-                    "(see the accuracy result in report.json)")
+            return (f"no version passed the accuracy test ({_failure(rounds[-1]) if rounds else 'none ran'}); "
+                    "the offline generator does not repair kernels (every case's result is in report.json)")
         return (f"no version passed the accuracy test after {state.get('repair_attempts', 0)} repair attempts; "
                 f"the last: {_failure(rounds[-1]) if rounds else 'none ran'} (see the rounds in report.json)")
     best = rounds[best_index]
@@ -109,7 +121,9 @@ def _stop_reason(state: JobState) -> str | None:
         return ("verified on the CPU interpreter; performance is not measured without an accelerator, "
                 "so the optimization loop ends after accuracy")
     if best.performance_status != "pass" or best.speedup is None or not best.profile.get("roofline"):
-        return f"the performance test did not complete ({best.performance_status}); the kernel is verified only"
+        cause = failure_cause(best.performance) if best.performance_status != "pass" else None
+        return (f"the performance test did not complete ({best.performance_status}{': ' + cause if cause else ''}); "
+                "the kernel is verified only")
     optimization_rounds = [r for r in rounds if r.repair_of is None]
     if len(optimization_rounds) > spec.max_rounds:
         return f"all {spec.max_rounds} optimization rounds used; best is v{best.index} at x{best.speedup:.3f}"

@@ -11,6 +11,16 @@ from langgraph.runtime import Runtime
 from agent.context import JobContext
 from agent.coverage import checked_result, coverage_of
 from agent.documents import render
+from agent.log_figures import (
+    bottleneck,
+    code_change,
+    failures,
+    next_directions,
+    shapes_run,
+    successes,
+    utilisation,
+    why_not_timed,
+)
 from agent.output import write_artifact
 from agent.state import JobState, RoundRecord
 from agent.targets import limit_reached, standing
@@ -35,14 +45,8 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     if record.accuracy_status not in ("unchanged", "search failed"):
         write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
                        files.source("triton"), record.index)
-    figures = standing(rounds[0], record)
-    pct, compile_speedup = figures["pct_of_roofline"], figures["speedup_vs_compile"]
-    section = render(
-        "round.md.j2", r=record, base=best, target=spec.target_speedup, device=state["device"].name,
-        shapes=", ".join(str(c) for c in spec.shape_cases()), fmt=_fmt, pattern=pattern, coverage=_coverage(record),
-        compile_speedup=compile_speedup, pct_of_roofline=pct,
-        target_met=_target_met(record, spec.target_speedup, pct, compile_speedup),
-    )
+    best_after = len(rounds) - 1 if accepted else best_index
+    section = render("round.md.j2", **_round_context(state, ctx, rounds, best_after, best, pattern))
     previous = "" if not rounds[:-1] else _read_log(ctx, job_id)
     header = f"# Optimization log: `{spec.name}`\n\n" if not previous else ""
     write_artifact(ctx.engine, job_id, out_dir, "optimization_log.md", previous + header + section)
@@ -69,10 +73,40 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     return updates
 
 
+def _round_context(
+    state: JobState, ctx: JobContext, rounds: list[RoundRecord], best_after: int | None, base: RoundRecord | None,
+    pattern: OptimizationPattern | None,
+) -> dict[str, Any]:
+    """Gather what round.md.j2 shows of the round just judged (every figure from its own results)."""
+    record, spec, files = rounds[-1], state["spec"], state["files"]
+    figures = standing(rounds[0], record)
+    pct, compile_speedup = figures["pct_of_roofline"], figures["speedup_vs_compile"]
+    accuracy_shapes, timed_shapes = shapes_run(record)
+    best_files = files if best_after == len(rounds) - 1 else state.get("best_files", files)
+    attempts = 0 if record.accuracy_status == "pass" or record.repair_of is None else state.get("repair_attempts", 0)
+    repairs_left = (state.get("generator", "offline") != "offline" and not state.get("llm_error")
+                    and attempts < state.get("max_repairs", 0))
+    next_lines = next_directions(
+        rounds, best_after, spec, origin=best_files.origin, schedules=ctx.generator.schedules(spec)
+        if best_files.origin == "offline" else [], row_broadcast=state.get("category", "").endswith("row-broadcast"),
+        done=set(state.get("done", [])), patterns=state.get("patterns", []), repairs_left=repairs_left)
+    return {
+        "r": record, "base": base, "target": spec.target_speedup, "device": state["device"].name, "fmt": _fmt,
+        "pattern": pattern, "coverage": _coverage(record), "compile_speedup": compile_speedup,
+        "pct_of_roofline": pct, "target_met": _target_met(record, spec.target_speedup, pct, compile_speedup),
+        "accuracy_shapes": accuracy_shapes, "timed_shapes": timed_shapes, "not_timed": why_not_timed(record),
+        "figures": utilisation(record), "bottleneck": bottleneck(record),
+        "change": code_change(record, files.name_of("triton")), "triton_file": files.name_of("triton"),
+        "success": successes(record, base), "failure": failures(record, base), "next": next_lines,
+    }
+
+
 def _target_met(record: RoundRecord, target: float | None, pct: float | None, compile_speedup: float | None) -> str:
-    """Say whether this version meets the target: the stated speedup, or else the limit."""
-    if record.speedup is None or (target is None and pct is None):
-        return "not measured"
+    """Say whether this version meets the target: the stated speedup, or else the limit; why, when it was not timed."""
+    if record.speedup is None:
+        return why_not_timed(record)
+    if target is None and pct is None:
+        return "not known: the version was timed but not placed on the roofline"
     if target is not None:
         return "yes" if record.speedup >= target else "no"
     assert pct is not None

@@ -8,10 +8,15 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
+from agent.definition_figures import launch_geometry
+from agent.diagnosis import ROW_SCHEDULES
+from agent.generators.base import LaunchConfig
 from agent.roofline import launched_tiles, place
+from agent.runtime.devices import DeviceInfo
 from agent.runtime.profiling import profile_kernel, summarize
 from agent.runtime.spec_inputs import spec_inputs_module
 from agent.runtime.tuning import search_cases
+from agent.spec import OpSpec
 from agent.state import JobState
 
 
@@ -31,9 +36,8 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
                                   timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index,
                                   trusted=files.trusted)
     metrics = counters.metrics if counters.status == "measured" else {}
-    elements = math.prod(spec.output_shape(spec.shape_cases()[shape_index]))
-    tiles = int(metrics["grid_size"]) if "grid_size" in metrics else launched_tiles(
-        pending.config.constants(), elements, device.multiprocessors)
+    tiles = int(metrics["grid_size"]) if "grid_size" in metrics else programs(spec, pending.config, device,
+                                                                               shape_index)
     placement = place(pending.performance, device.peak_tflops, device.multiprocessors, tiles, metrics)
     ctx.report("profile", f"round {pending.index}: {summarize(counters)}")
     if placement is not None:
@@ -42,3 +46,12 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     record = {"tool": counters.tool, "status": counters.status, "message": counters.message,
               "counters": metrics, "roofline": placement.model_dump() if placement else None}
     return {"pending": pending.model_copy(update={"profile": record})}
+
+
+def programs(spec: OpSpec, config: LaunchConfig, device: DeviceInfo, shape_index: int) -> int:
+    """Count the programs a configuration launches for a shape case, as its wrapper computes them."""
+    if config.schedule in ROW_SCHEDULES:
+        # One program per row or lane tile, not per output element: a softmax of [64, 1000] launches 64.
+        return launch_geometry(spec, config, device).rows[shape_index].programs
+    elements = math.prod(spec.output_shape(spec.shape_cases()[shape_index]))
+    return launched_tiles(config.constants(), elements, device.multiprocessors)

@@ -50,6 +50,7 @@ def compose(scene: Scene) -> Composition:
                            understood=inputs_said(scene),
                            example="a formula over known operators, e.g. 'out = x * sigmoid(1.702 * x)'")
     if not hits:
+        _ask_about_operator_names(scene)
         strange = _strange_words(scene)
         said = f" ({', '.join(repr(w) for w in strange)} names no operation the catalogue knows)" if strange else ""
         raise SpecQuestion(f"no operation was recognised{said}; what should the kernel compute?",
@@ -79,6 +80,19 @@ def _nested(scene: Scene, hits: list[Hit]) -> Composition | None:
         notes += more
     assert result is not None
     return Composition(result, "_".join(h.entry.name for h in reversed(hits)), notes, list(hits))
+
+
+def _ask_about_operator_names(scene: Scene) -> None:
+    """Ask when an operation's name was read as an input's (`conv2d [3, 3]`): a shape right after a name names it."""
+    catalogue = load_catalogue()
+    named = [n for n in scene.inputs if (n.lower(),) in catalogue.by_alias]
+    if not named:
+        return
+    name = named[0]
+    shape = list(getattr(scene.types.get(name), "shape", None) or [1024, 1024])
+    raise SpecQuestion(f"no operation was recognised: the shape right after {name!r} makes it an input's name; if "
+                       f"{name} is the operation, give each input its own name", understood=inputs_said(scene),
+                       example=f"'{name} of x {shape}'")
 
 
 def _strange_words(scene: Scene) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.generators.base import KernelFiles
-from agent.ir.count import flops_per_output
 from agent.runtime.harnesses import entry_plan, run_harness
 from agent.runtime.sandbox import SandboxResult
 from agent.spec import OpSpec
@@ -16,9 +15,8 @@ DISAGREEMENT = 0.25
 
 def time_entry(files: KernelFiles, spec: OpSpec, workdir: Path, *, device: str, timeout_s: float) -> SandboxResult:
     """Time every spec case of the kernel and its reference with do_bench, in the sandbox."""
-    per_output = spec.flops_per_output if spec.category == "custom" else flops_per_output(
-        spec.expr, spec.input_types(spec.shape_cases()[0], spec.dtype_cases()[0]))
-    plan = entry_plan(files, spec, device) | {"shape_cases": spec.shape_cases(), "flops_per_output": per_output}
+    plan = entry_plan(files, spec, device) | {"shape_cases": spec.shape_cases(),
+                                              "flops_per_output": spec.flops_per_output}
     return run_harness(files.files, "time_entry.py", plan, workdir, device=device, timeout_s=timeout_s)
 
 

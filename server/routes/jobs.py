@@ -89,7 +89,7 @@ def get_job(job: JobDep, engine: EngineDep, service: ServiceDep, redactor: Redac
     return JobDetail.model_validate(public_job(job, redactor) | {
         "status": job_status, "queue_position": position, "rounds": rounds, "links": JobLinks.of(job.id),
         "llm_usage": crud.llm_usage(engine, job.id),
-        "error": redactor.text(job.message or "failed") if job_status == "failed" else None,
+        "error": redactor.text(job.message or job_status) if job_status in ("failed", "rejected") else None,
     } | _understood(job, redactor))
 
 

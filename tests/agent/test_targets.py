@@ -7,6 +7,7 @@ import pytest
 from agent.diagnosis import Diagnosis, diagnose_version, search_key
 from agent.documents import render
 from agent.generators.base import LaunchConfig
+from agent.log_figures import bottleneck, utilisation, why_not_timed
 from agent.state import RoundRecord
 from agent.targets import LIMIT_PCT, stalled, target_text, vs_compile
 from tests.agent.test_diagnosis import SCHEDULES, _placed, _round, _with_worst
@@ -81,15 +82,22 @@ def test_two_rounds_within_noise_stall_the_loop_but_one_does_not() -> None:
     assert reason is not None and "no new version, +1.0%" in reason
 
 
+def _round_section(record: RoundRecord, base: RoundRecord | None, target: float | None, **figures: Any) -> str:
+    """Render a round's log section with the figures the log node would pass."""
+    return render("round.md.j2", r=record, base=base, target=target, device="H100", pattern=None, coverage="",
+                  fmt=lambda v, p: "not measured" if v is None else p.format(v), accuracy_shapes="",
+                  timed_shapes="", not_timed=why_not_timed(record), figures=utilisation(record),
+                  bottleneck=bottleneck(record), change=None, triton_file="op_triton.py", success=[], failure=[],
+                  next=[], **figures)
+
+
 def test_documents_say_which_target_the_loop_aims_for() -> None:
     assert target_text(1.5) == "≥ 1.5× over eager PyTorch"
     assert "roofline" in target_text(None) and "torch.compile" in target_text(None)
-    record = _record(0, None)
-    text = render("round.md.j2", r=record, base=None, target=None, device="cpu", shapes="", fmt=lambda v, p: "-",
-                  pattern=None, coverage="", compile_speedup=None, pct_of_roofline=None, target_met="not measured")
+    text = _round_section(_record(0, None), None, None, compile_speedup=None, pct_of_roofline=None,
+                          target_met="not measured")
     assert "met (是否达到目标): not measured" in text and target_text(None) in text
-    measured = render("round.md.j2", r=_record(1, 1.234), base=_record(0, 1.0), target=1.5, device="H100", shapes="",
-                      fmt=lambda v, p: "not measured" if v is None else p.format(v), pattern=None, coverage="",
-                      compile_speedup=0.9, pct_of_roofline=88.0, target_met="no")
+    measured = _round_section(_record(1, 1.234), _record(0, 1.0), 1.5, compile_speedup=0.9, pct_of_roofline=88.0,
+                              target_met="no")
     assert "x1.234 vs eager (+23.4% against v0), x0.900 vs torch.compile, 88.0% of the roofline bound" in measured
     assert "≥ 1.5× over eager PyTorch; met (是否达到目标): no" in measured

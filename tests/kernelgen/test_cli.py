@@ -2,13 +2,16 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from sqlmodel import Session, select
+from typer.testing import CliRunner
 
+from kernelgen.cli import app
 from storage.db import make_engine
 from storage.models import Artifact, Job, Round
 
@@ -88,3 +91,25 @@ def test_a_bad_initial_config_is_refused_before_anything_runs_naming_the_rule(tm
     assert run.returncode == 2
     assert "BLOCK_SIZE=300: it must be a power of two" in run.stdout + run.stderr
     assert not (tmp_path / "kernelgen_out").exists() and not (tmp_path / "kg.db").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["read"], ["patterns"], ["serve"], ["users"], ["users", "add"],
+                                     ["users", "revoke"], ["users", "list"]], ids=lambda c: " ".join(c) or "kernelgen")
+def test_help_texts_keep_every_word_and_no_space_before_a_full_stop(command: list[str]) -> None:
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    lines = [line.strip(" │") for line in result.output.splitlines()]
+    assert not [line for line in lines if re.search(r" [.,;:](?:\s|$)", line)], result.output
+    if command == ["run"]:  # bracketed text in a help string is read as markup and vanishes
+        for words in ("(default kernelgen_out/<op>)", "(env KERNELGEN_INITIAL_CONFIG)", "(env KERNELGEN_LLM)",
+                      "(env KERNELGEN_LLM_BASE_URL)", "(env KERNELGEN_LLM_MODEL)"):
+            assert words in result.output
+
+
+def test_a_rejection_is_printed_once_with_its_reason(tmp_path: Path) -> None:
+    run = _kernelgen(tmp_path, "run", "conv2d 3x3 stride 1 padding 1, x [8, 64, 56, 56] w [64, 64, 3, 3] fp16",
+                     "--device", "cpu")
+    assert run.returncode == 1
+    assert "input w: float16 [64, 64, 3, 3]" in run.stdout  # the reading names both tensors
+    assert run.stdout.count("convolutions are read but not generated offline yet") == 1, run.stdout
+    assert "rejected: the generate line above says why" in run.stdout and "No kernel was written." in run.stdout

@@ -36,6 +36,7 @@ def test_a_spec_without_shapes_is_rejected_with_a_reason(live: LiveServer) -> No
         job = wait_final(client, submit(client, "foo bar"))
         assert job["status"] == "rejected"
         assert "shape" in job["message"]
+        assert job["error"] == job["message"]  # a rejection says why in `error` too, as a failure does
         assert client.get(f"/jobs/{job['id']}/artifacts").json() == []
 
 

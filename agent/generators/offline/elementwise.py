@@ -46,7 +46,8 @@ class ElementwiseGenerator:
             return "the spec is described in words only (no operator IR)"
         problems = unsupported(spec.expr)
         if problems:
-            return "the offline generator writes fused elementwise operators; it does not lower " + "; ".join(problems)
+            return ("the offline generator writes elementwise chains, reductions, softmax, norms, scans and losses; "
+                    "it does not lower " + "; ".join(problems))
         ints = [t.name for t in spec.inputs if any(d not in _FLOATS for d in t.dtypes)]
         if ints:
             return f"inputs {', '.join(ints)} are not floating point; the elementwise generator reads float inputs only"

@@ -48,12 +48,17 @@ def run_plan(plan: dict) -> dict:
                     row.update(check(torch, entry, ref, plan["inputs"], shapes, dtypes, seed, device, params,
                                      plan["tolerances"], previous, spec_ref, plan.get("index_inputs")))
                 except Exception as exc:  # a crash on one case is that case's result
-                    row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
+                    row.update(status="error", message=clip(f"{type(exc).__name__}: {exc}", 500))
                 cases.append(row)
     failed = [c for c in cases if c["status"] != "pass"]
     return {"status": "pass" if cases and not failed else "fail", "cases_run": len(cases),
             "cases_failed": len(failed), "cases": cases, "skipped": skipped,
             "message": "" if cases else "no case could run"}
+
+
+def clip(text: str, limit: int) -> str:
+    """Shorten a message to its two ends: a compiler error says its cause on its last line."""
+    return text if len(text) <= limit else f"{text[:limit // 3]} ... {text[-(limit - limit // 3 - 5):]}"
 
 
 def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolerances, previous=None,

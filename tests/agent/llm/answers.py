@@ -28,6 +28,7 @@ DEFINITION = {
 # Scripted variants of the files in data/: (file, text replaced, replacement). Each must change its file.
 VARIANTS = {
     "triton_masking_bug": ("triton", "        mask = cols < n_cols\n", "        mask = cols < n_cols - 1\n"),
+    "triton_arange_300": ("triton", "BLOCK_SIZE = 1024\n", "BLOCK_SIZE = 300\n"),  # tl.arange raises
     "triton_dim": ("triton", '''def prefix_sum(x):
     """Return the inclusive prefix sum of x along its last dimension."""
 ''', '''def prefix_sum(x, dim: int = -1):

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 from agent.context import JobContext
 from agent.generators.base import LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
-from agent.nodes.profile import profile
+from agent.nodes.profile import profile, programs
 from agent.reader import read_spec
 from agent.runtime.devices import DeviceInfo
 from agent.state import JobState, RoundRecord
@@ -48,3 +48,14 @@ def test_a_version_without_performance_figures_is_not_profiled(tmp_path: Path) -
                                          work_dir=tmp_path / "work"))
     device = DeviceInfo(kind="cpu", name="CPU")
     assert profile(_state(device, performance_status="skipped"), runtime) == {}
+
+
+def test_without_counters_a_row_kernel_counts_a_program_per_row_not_per_output_element() -> None:
+    # A softmax of [64, 1000] writes 64,000 elements from 64 programs: 64 of 132 SMs busy is under-utilized.
+    h100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+    softmax = read_spec("softmax over the last dim of x [64, 1000] fp32")
+    assert programs(softmax, LaunchConfig(schedule="whole_row", block_m=1, num_warps=4), h100, 0) == 64
+    assert programs(softmax, LaunchConfig(schedule="looped_row", block_size=256, block_m=2, num_warps=4), h100,
+                    0) == 32
+    gelu = read_spec(SPEC)
+    assert programs(gelu, LaunchConfig(schedule="flat", block_size=1024, num_warps=4), h100, 0) == 8192 * 4096 // 1024

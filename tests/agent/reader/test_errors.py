@@ -112,3 +112,19 @@ def test_sizes_no_device_holds_or_zero_are_questions(text: str, words: list[str]
     with pytest.raises(SpecError) as caught:
         read_spec(text)
     assert all(w in str(caught.value) for w in words), str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "name", "example"), [
+    ("conv2d [3, 3] x [8, 64, 56, 56] w [64, 64, 3, 3] fp16", "conv2d", "'conv2d of x [3, 3]'"),
+    ("softmax [4096, 1024] fp16", "softmax", "'softmax of x [4096, 1024]'"),
+])
+def test_an_operation_read_as_an_input_name_is_asked_about(text: str, name: str, example: str) -> None:
+    message = _error(text)
+    assert message.startswith(f"no operation was recognised: the shape right after '{name}' makes it an input's "
+                              f"name; if {name} is the operation, give each input its own name"), message
+    assert f"For example: {example}" in message
+
+
+def test_inputs_named_like_operations_still_read_beside_an_operation() -> None:
+    spec = read_spec("batchnorm of x [8, 64] with mean [64] and var [64]")
+    assert spec.name == "batch_norm" and [t.name for t in spec.inputs] == ["x", "mean", "var"]

@@ -1,0 +1,31 @@
+"""The definition's FLOPs per element and report.json's spec.flops_per_output come from one count."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.analysis import analyse
+from agent.ir.count import total_flops
+from agent.reader import read_spec
+from agent.runtime.devices import DeviceInfo
+
+H100 = DeviceInfo(kind="cuda", name="NVIDIA H100 80GB HBM3", peak_gbs=3350, peak_tflops=67, memory_bytes=80 << 30)
+
+
+@pytest.mark.parametrize("text", [
+    "fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]",
+    "sum of x over dim 1, x [64, 128] fp32",
+])
+def test_report_and_definition_give_the_same_flops_per_output_element(text: str) -> None:
+    spec = read_spec(text)
+    case, dtypes = spec.shape_cases()[0], spec.dtype_cases()[0]
+    counted = total_flops(spec.expr, spec.input_types(case, dtypes)) / spec.output_type(case, dtypes).numel
+    reported = spec.model_dump(mode="json")["flops_per_output"]  # what report.json's "spec" holds
+    assert reported == pytest.approx(counted) and reported > 0
+    assert analyse(spec, H100).flops_per_element == pytest.approx(reported, abs=0.005)
+
+
+def test_a_whole_count_prints_without_a_fraction() -> None:
+    spec = read_spec("fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]")
+    shown = analyse(spec, H100).flops_per_element
+    assert isinstance(shown, int) and str(shown) == str(round(spec.flops_per_output))
