@@ -41,6 +41,11 @@ class KernelSource:
     helpers: list[str]
 
 
+def unwrapped_streamed(tile_inputs: list[str], streamed: frozenset[str], wrapped: dict[str, str]) -> list[str]:
+    """Name the full-size inputs addressed without a wrap: their rows (or lanes) can be told how they align."""
+    return [n for n in tile_inputs if n in streamed and not wrapped.get(n)]
+
+
 def shifted_store(root: RowNode) -> bool:
     """Say whether a looped row's output pass can store 16 bytes at a time: a whole-row output and no scan."""
     # A scan's carry runs from the row's start, so its ends cannot be written apart after the loop.
@@ -64,7 +69,8 @@ def stride_params(name: str, groups: str, wrapped: str) -> str:
 
 
 class Emitter:
-    def __init__(self, layout: Layout, looped: bool, streamed: frozenset[str], wrapped: dict[str, str]) -> None:
+    def __init__(self, layout: Layout, looped: bool, streamed: frozenset[str], wrapped: dict[str, str],
+                 shifted: tuple[str, ...] = ()) -> None:
         self.layout = layout
         self.looped = looped
         self.streamed = streamed
@@ -75,9 +81,10 @@ class Emitter:
         self.count = 0
         self.helpers: set[str] = set()
         self.carries: list[tuple[str, str]] = []  # scan carries to set up before the final loop
-        # Looped rows along the last dim read the streamed inputs from the 16-byte boundary below each row's start
-        # (see the kernel's prologue): chunk positions kk count from there, columns ks from the row's start.
-        self.shifted = looped and layout == "last" and any(not wrapped.get(n) for n in streamed)
+        # The inputs a looped row along the last dim reads from the 16-byte boundary below each row's start (see
+        # the kernel's prologue): chunk positions kk count from there, columns ks from the row's start.
+        self.shifted_inputs = shifted
+        self.shifted = bool(shifted)
         self.store_shifted = False  # set for the output pass of a row written whole (see shifted_store)
 
     def fresh(self, prefix: str = "t") -> str:
@@ -111,7 +118,7 @@ class Emitter:
         return f"ks[:, None] * {name}_sk + {name}_base[None, :]"
 
     def _shifted_load(self, name: str) -> bool:
-        return self.shifted and name in self.streamed and not self.wrapped.get(name)
+        return name in self.shifted_inputs
 
     def eviction(self, name: str) -> str:
         """Return the cache hint of a tile load: a full-size input streams through L2 once per pass."""

@@ -28,7 +28,7 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .addressing import lane_bases, streamed_inputs, views_source, wrapped_groups
-from .emit import Layout, NotEmittable, shifted_store, stride_params
+from .emit import Layout, NotEmittable, shifted_store, stride_params, unwrapped_streamed
 from .expand import NotRowLowerable, RowGraph, expand
 from .graph import topological
 from .helpers import ROW_HELPERS
@@ -171,18 +171,19 @@ class RowGenerator:
         layout = _layout(graph)
         wrapped = wrapped_groups(spec, graph)
         streamed = streamed_inputs(spec, graph)
+        unwrapped = unwrapped_streamed(graph.tile_inputs, streamed, wrapped)
+        # Looped rows along the last dim: the inputs read from the 16-byte boundary below each row's start.
+        shifted = tuple(unwrapped) if layout == "last" and config.schedule == "looped_row" else ()
         if config.schedule == "split_row":
             kernel = emit_split(graph.root, layout, spec.output, streamed, wrapped)
         else:
             kernel = emit_body(graph.root, layout, config.schedule == "looped_row", spec.output, graph.total,
-                               streamed, wrapped)
+                               streamed, wrapped, shifted)
         names = [t.name for t in spec.inputs]
         # Row starts the wrapper checks for alignment: the full-size inputs and a full-size output, rows along the
-        # last dim.
-        # Strided, the lanes' starts: the full-size inputs addressed without a wrap, and the output.
+        # last dim. Strided, the lanes' starts: the full-size inputs addressed without a wrap, and the output.
         aligned = ([n for n in graph.tile_inputs if n in streamed] + ([spec.output] if graph.output == "full" else [])
-                   if layout == "last" else
-                   [n for n in graph.tile_inputs if n in streamed and not wrapped.get(n)] + [spec.output])
+                   if layout == "last" else unwrapped + [spec.output])
         helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
@@ -222,11 +223,8 @@ class RowGenerator:
             "aligned_indices": [names.index(n) for n in aligned if n in names],
             "output_aligned": spec.output in aligned,
             "aligned_names": aligned if layout != "last" else [],
-            # Looped rows along the last dim: the inputs read from the 16-byte boundary below each row's start.
-            "shift_names": ([n for n in graph.tile_inputs if n in streamed and not wrapped.get(n)]
-                            if layout == "last" and config.schedule == "looped_row" else []),
-            "store_shifted": (layout == "last" and config.schedule == "looped_row" and shifted_store(graph.root)
-                              and any(not wrapped.get(n) for n in streamed)),
+            "shift_names": list(shifted),
+            "store_shifted": bool(shifted) and shifted_store(graph.root),
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,

@@ -88,13 +88,15 @@ def reduction_pass(emitter: Emitter, roots: tuple[RowNode, ...], level: int, lev
 
 
 def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: Total | None = None,
-              streamed: frozenset[str] = frozenset(), wrapped: dict[str, str] | None = None) -> KernelSource:
+              streamed: frozenset[str] = frozenset(), wrapped: dict[str, str] | None = None,
+              shifted: tuple[str, ...] = ()) -> KernelSource:
     """Return the kernel body after the lane set-up: loads, passes, the store (of per-program partials for a total).
 
     `streamed` names the inputs of the iteration shape's full size: each element is read once per pass.
     `wrapped` gives, per input, the groups of dims it spans only in part (see index_term).
+    `shifted` names the inputs a looped row reads from the 16-byte boundary below each row's start.
     """
-    emitter = Emitter(layout, looped, streamed, wrapped or {})
+    emitter = Emitter(layout, looped, streamed, wrapped or {}, shifted)
     roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
     if not looped:
         emitter.outer.lines += emitter.chunk("0")

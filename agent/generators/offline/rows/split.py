@@ -35,7 +35,6 @@ def emit_split(root: RowNode, layout: Layout, output: str, streamed: frozenset[s
     rows = "lanes" if layout == "last" else "outer * n_lanes + lanes"
 
     emitter = Emitter(layout, True, streamed, wrapped)
-    emitter.shifted = False  # spans start at chunk boundaries of the row, not at the boundary below it
     emitter.last_pass = True
     lines = emitter.outer.lines
     lines += ["split = tl.program_id(axis=1)", f"row_ids = {rows}"]
