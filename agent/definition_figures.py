@@ -13,9 +13,8 @@ from agent.documents import shown_shapes
 from agent.generators.base import SCHEDULE_NOTES, Generator, LaunchConfig
 from agent.generators.offline.render import next_pow2
 from agent.generators.offline.rows.expander import NotRowLowerable, RowGraph
-from agent.generators.offline.rows.generator import RowGenerator, row_length
+from agent.generators.offline.rows.generator import RowGenerator, launched_on
 from agent.generators.offline.rows.passes import looped_passes
-from agent.generators.offline.rows.space import MAX_TILE_ELEMENTS
 from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS
 from agent.roofline import COMPUTE_DRAM_PCT, COMPUTE_SM_PCT, LAUNCH_BOUND_MS, MIN_TILES_PER_SM, launched_tiles
 from agent.runtime.devices import REFERENCE_DEVICE, DeviceInfo
@@ -93,7 +92,7 @@ def launch_geometry(spec: OpSpec, config: LaunchConfig, device: DeviceInfo) -> L
     threads = config.num_warps * THREADS_PER_WARP
     rows = []
     for shapes in spec.shape_cases():
-        programs, tile = (_row_launch(graph, shapes, config, sms) if graph is not None
+        programs, tile = (launched_on(spec, config, shapes, device) if graph is not None
                           else _tiled_launch(spec, shapes, config, sms))
         rows.append(LaunchRow(shapes=shown_shapes(shapes), programs=programs, tile=tile, threads=threads,
                               per_thread=max(1, tile // threads), per_sm=programs / sms))
@@ -106,26 +105,6 @@ def _graph(spec: OpSpec) -> RowGraph | None:
         return RowGenerator().graph(spec)
     except NotRowLowerable:
         return None
-
-
-def _row_launch(graph: RowGraph, shapes: dict[str, list[int]], config: LaunchConfig, sms: int) -> tuple[int, int]:
-    """Count a row schedule's programs and tile the way the wrapper's launch_sizes does."""
-    shape = graph.iteration_shapes(shapes)[graph.tile_inputs[0]] if graph.tile_inputs else ()
-    padded = [1] * (graph.rank - len(shape)) + list(shape)
-    n_reduce = row_length(graph, shapes)
-    n_inner = math.prod(padded[graph.dims[-1] + 1:])
-    n_outer = math.prod(padded) // max(1, n_reduce * n_inner)
-    if config.schedule == "whole_row":
-        block_k = next_pow2(n_reduce)
-        block_m = max(1, min(config.block_m, MAX_TILE_ELEMENTS // block_k))
-    else:
-        block_k, block_m = min(config.block_size, next_pow2(n_reduce)), config.block_m
-    last = graph.dims[-1] == graph.rank - 1
-    programs = math.ceil(n_outer / block_m) if last else n_outer * math.ceil(n_inner / block_m)
-    if config.schedule == "split_row":
-        # Each row tile's chunks are dealt out to enough programs for PROGRAMS_PER_SM on every SM.
-        programs *= max(1, min(math.ceil(config.programs_per_sm * sms / programs), math.ceil(n_reduce / block_k)))
-    return programs, block_m * block_k
 
 
 def _tiled_launch(spec: OpSpec, shapes: dict[str, list[int]], config: LaunchConfig, sms: int) -> tuple[int, int]:

@@ -38,6 +38,7 @@ from .space import (
     RowFacts,
     default_row_config,
     few_long_rows,
+    launched,
     row_programs,
     row_space,
 )
@@ -284,9 +285,16 @@ def _layout(graph: RowGraph) -> Layout:
     return "last" if graph.dims[-1] == graph.rank - 1 else "strided"
 
 
-def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None) -> RowFacts:
+def launched_on(spec: OpSpec, config: LaunchConfig, case: dict[str, list[int]], device: DeviceInfo) -> tuple[int, int]:
+    """Return the programs a row kernel launches on one shape case and their tile (its wrapper's arithmetic)."""
+    return launched(config, _facts(spec, RowGenerator().graph(spec), device, [case]))
+
+
+def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None,
+           cases: list[dict[str, list[int]]] | None = None) -> RowFacts:
+    """Gather what pruning needs, on the largest of the cases (the spec's when none are given)."""
     sizes = []
-    for case in spec.shape_cases():
+    for case in spec.shape_cases() if cases is None else cases:
         shape = graph.iteration_shapes(case)[graph.tile_inputs[0]] if graph.tile_inputs else spec.output_shape(case)
         padded = [1] * (graph.rank - len(shape)) + list(shape)
         reduce = math.prod(padded[d] for d in graph.dims)

@@ -62,6 +62,16 @@ def row_programs(facts: RowFacts, block_m: int = 0) -> int:
     return facts.n_lanes // max(1, facts.n_inner) * math.ceil(facts.n_inner / lanes)
 
 
+def launched(config: LaunchConfig, facts: RowFacts) -> tuple[int, int]:
+    """Return the programs a row schedule's wrapper launches and their tile, as its launch_sizes works them out."""
+    rows, chunk = _tile_rows_and_chunk(config, facts)
+    programs = row_programs(facts, rows)
+    if config.schedule == "split_row":
+        # Each row tile's chunks are dealt out to enough programs for PROGRAMS_PER_SM on every SM.
+        programs *= max(1, min(_splits(config, facts), math.ceil(facts.n_reduce / chunk)))
+    return programs, rows * chunk
+
+
 def strided_lanes(facts: RowFacts) -> int:
     """Return the lanes of one strided tile (1 for rows along the last dim): up to 64 of the inner positions."""
     return min(STRIDED_LANES, next_pow2(facts.n_inner)) if facts.strided else 1
