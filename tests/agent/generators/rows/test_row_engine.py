@@ -161,3 +161,20 @@ def test_a_per_channel_weight_is_wrapped_when_only_a_later_shape_case_has_a_batc
     for batch in (1, 3):
         x, w, b = torch.randn(batch, 8, 5, 6), torch.randn(8), torch.randn(8)
         torch.testing.assert_close(kernel(x, w, b), torch.nn.functional.group_norm(x, 4, w, b), rtol=1e-4, atol=1e-4)
+
+
+def test_a_launch_constant_set_between_calls_changes_the_next_launch(tmp_path: Path) -> None:
+    # The configuration search sets the module's constants between trials: a tile cached per shape alone would
+    # time the first trial's tile under every later label.
+    generator = OfflineGenerator()
+    spec = read_spec("softmax over the last dim of x [64, 3000] fp32")
+    config = generator.default_config(spec, "looped_row", H100).model_copy(update={"block_size": 1024})
+    module = load_triton_module(generator.generate(spec, config), tmp_path)
+    x = torch.randn(5, 3000)
+    torch.testing.assert_close(module.softmax(x), x.softmax(-1))
+    assert module.launch_sizes.cache_info().currsize == 1
+    module.BLOCK_K = 256
+    torch.testing.assert_close(module.softmax(x), x.softmax(-1))
+    assert module.launch_sizes.cache_info().currsize == 2
+    assert module.launch_sizes(5, 3000, 1, (module.BLOCK_M, 256, module.NUM_WARPS))[0] == 256
+    assert module.launch_sizes(5, 3000, 1, (module.BLOCK_M, 1024, module.NUM_WARPS))[0] == 1024
