@@ -117,7 +117,8 @@ def _tiled_launch(spec: OpSpec, shapes: dict[str, list[int]], config: LaunchConf
         block_n = min(config.block_size, next_pow2(n_cols))
         block_m = config.block_m * (config.block_size // block_n)
         return math.ceil(elements // max(1, n_cols) / block_m) * math.ceil(n_cols / block_n), block_m * block_n
-    return launched_tiles(config.constants(), elements, sms), config.block_size
+    tile = config.block_m * config.block_size if config.schedule == "tiled" else config.block_size
+    return launched_tiles(config.constants(), elements, sms), tile
 
 
 def data_reuse(spec: OpSpec, analysis: Analysis, config: LaunchConfig | None) -> tuple[list[ReuseRow], int]:

@@ -13,7 +13,7 @@ from agent.spec import OpSpec
 FILE_ROLES = ("triton", "baseline", "accuracy", "performance")
 
 # How the kernel maps work to programs. Switching schedule rewrites the kernel body: a logic edit.
-Schedule = Literal["flat", "rows", "persistent", "whole_row", "looped_row", "split_row"]
+Schedule = Literal["flat", "rows", "persistent", "whole_row", "looped_row", "split_row", "tiled"]
 SCHEDULE_NOTES: dict[str, str] = {
     "flat": "1-D grid, one contiguous tile of BLOCK_SIZE elements per program",
     "rows": "2-D tiles of BLOCK_M x BLOCK_N over [rows, last dim], walked on a 1-D grid; row-broadcast "
@@ -29,6 +29,9 @@ SCHEDULE_NOTES: dict[str, str] = {
                  "each, writing float32 partials; the last program of each row tile to finish (an atomic ticket) "
                  "folds them in a fixed order and finishes the rows (few, long rows: a whole-tensor sum, a column "
                  "sum of a tall matrix)",
+    "tiled": "one BLOCK_M x BLOCK_N output tile per program, accumulated in float32 over BLOCK_K steps of the "
+             "shared dim (NUM_STAGES-deep software pipeline), tiles visited in groups of GROUP_M rows of tiles so "
+             "neighbouring programs share operand tiles in L2; the epilogue runs on the tile before its one store",
 }
 
 
@@ -41,6 +44,8 @@ class LaunchConfig(BaseModel):
     num_warps: int = 4
     num_stages: int = 1  # persistent: software-pipelining depth of the tile loop
     programs_per_sm: int = 4  # persistent, split_row: programs launched per streaming multiprocessor
+    block_k: int = 32  # tiled: the shared dim's step
+    group_m: int = 8  # tiled: rows of tiles visited together (L2 reuse of the operand tiles)
 
     def constants(self) -> dict[str, int]:
         """Return the module constants of `_triton.py` that hold this configuration."""
@@ -53,6 +58,9 @@ class LaunchConfig(BaseModel):
         if self.schedule == "split_row":
             return {"BLOCK_M": self.block_m, "BLOCK_K": self.block_size, "PROGRAMS_PER_SM": self.programs_per_sm,
                     "NUM_WARPS": self.num_warps}
+        if self.schedule == "tiled":
+            return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_size, "BLOCK_K": self.block_k,
+                    "GROUP_M": self.group_m, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages}
         if self.schedule == "persistent":
             return {"BLOCK_SIZE": self.block_size, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages,
                     "PROGRAMS_PER_SM": self.programs_per_sm}
@@ -65,12 +73,14 @@ class LaunchConfig(BaseModel):
     @classmethod
     def from_constants(cls, schedule: Schedule, constants: dict[str, int]) -> LaunchConfig:
         """Rebuild a configuration from its schedule and module constants."""
-        block = constants.get({"rows": "BLOCK_N", "looped_row": "BLOCK_K", "split_row": "BLOCK_K"}.get(
-            schedule, "BLOCK_SIZE"), 1024)
+        block = constants.get({"rows": "BLOCK_N", "looped_row": "BLOCK_K", "split_row": "BLOCK_K",
+                               "tiled": "BLOCK_N"}.get(schedule, "BLOCK_SIZE"), 1024)
         return cls(
             schedule=schedule, block_size=block, block_m=constants.get("BLOCK_M", 1),
             num_warps=constants.get("NUM_WARPS", 4), num_stages=constants.get("NUM_STAGES", 1),
             programs_per_sm=constants.get("PROGRAMS_PER_SM", 4),
+            **({"block_k": constants.get("BLOCK_K", 32), "group_m": constants.get("GROUP_M", 8)}
+               if schedule == "tiled" else {}),
         )
 
 

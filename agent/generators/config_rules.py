@@ -6,7 +6,7 @@ from agent.generators.base import SCHEDULE_NOTES, LaunchConfig, parse_label
 
 # The most each launch parameter may be (keeps a kernel's tiles a sane size).
 CONFIG_BOUNDS = {"BLOCK_SIZE": 1 << 16, "BLOCK_M": 1 << 10, "BLOCK_N": 1 << 16, "BLOCK_K": 1 << 16,
-                 "NUM_WARPS": 32, "NUM_STAGES": 8, "PROGRAMS_PER_SM": 64}
+                 "NUM_WARPS": 32, "NUM_STAGES": 8, "PROGRAMS_PER_SM": 64, "GROUP_M": 64}
 # tl.arange takes a power-of-two length, and a program runs a power-of-two number of warps.
 POWERS_OF_TWO = ("BLOCK_SIZE", "BLOCK_M", "BLOCK_N", "BLOCK_K", "NUM_WARPS")
 # Elements in one program's tile: past this, registers spill or the compiler refuses.
@@ -48,7 +48,7 @@ def _lower_power(value: int) -> int:
 
 def _tile_elements(config: LaunchConfig) -> int:
     """Count the elements one program's tile holds."""
-    if config.schedule in ("rows", "looped_row", "split_row"):
+    if config.schedule in ("rows", "looped_row", "split_row", "tiled"):
         return config.block_m * config.block_size
     if config.schedule == "whole_row":
         return 0  # the wrapper caps rows per program by the row length

@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 
 from agent.generators.base import ConfigSpace, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.elementwise import ElementwiseGenerator
+from agent.generators.offline.matmul.generator import MatmulGenerator
 from agent.generators.offline.rows.generator import RowGenerator
 from agent.ir.family import family_of
 from agent.runtime.devices import DeviceInfo
@@ -13,21 +14,27 @@ from agent.spec import OpSpec
 
 # Families whose ops the row engine lowers (an elementwise chain around them included).
 ROW_FAMILIES = frozenset({"reduction", "softmax", "norm", "scan", "loss"})
-_WRITES = {"elementwise": "elementwise and broadcast chains", "rows": "reductions, softmax, norms, scans"}
+_WRITES = {"elementwise": "elementwise and broadcast chains", "rows": "reductions, softmax, norms, scans",
+           "matmul": "matrix products with fused epilogues"}
 
 
 class OfflineGenerator:
-    """Write kernels from templates, without a model: elementwise chains and row reductions."""
+    """Write kernels from templates, without a model: elementwise chains, row reductions and matrix products."""
 
-    def __init__(self, engines: Collection[str] = ("elementwise", "rows")) -> None:
+    def __init__(self, engines: Collection[str] = ("elementwise", "rows", "matmul")) -> None:
         self.elementwise = ElementwiseGenerator()
         self.rows = RowGenerator()
+        self.matmul = MatmulGenerator()
         self.engines = frozenset(engines)
 
-    def engine(self, spec: OpSpec) -> ElementwiseGenerator | RowGenerator:
+    def engine(self, spec: OpSpec) -> ElementwiseGenerator | RowGenerator | MatmulGenerator:
         """Return the engine that writes this spec."""
-        if spec.category != "custom" and family_of(spec.expr) in ROW_FAMILIES:
-            return self.rows
+        if spec.category != "custom":
+            family = family_of(spec.expr)
+            if family in ROW_FAMILIES:
+                return self.rows
+            if family == "matmul":
+                return self.matmul
         return self.elementwise
 
     def refusal(self, spec: OpSpec) -> str | None:

@@ -124,7 +124,7 @@ TRITON: dict[str, TritonOp] = {
 
 # Why the elementwise engine stops at a family (reductions, softmax, norms, scans and losses go to the row engine).
 UNSUPPORTED_REASON = {
-    "matmul": "matrix products are read but not generated offline yet",
+    "matmul": "matrix products are written by the matmul engine, not inside an elementwise chain",
     "conv": "convolutions are read but not generated offline yet",
     "attention": "attention is read but not generated offline yet",
     "data-movement": "layout changes and indexing are read but not generated offline yet",

@@ -1,0 +1,1 @@
+"""The offline matmul engine: tiled products with fused epilogues."""

@@ -1,0 +1,112 @@
+"""The tiled product's configurations (seed 003): candidates from the shape and dtype, pruned before any run."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.generators.base import LaunchConfig
+from agent.generators.offline.render import next_pow2
+from agent.generators.offline.space import Space, pruned
+
+TILES_MN = (32, 64, 128, 256)
+TILES_K = (32, 64, 128)
+WARPS = (4, 8)
+STAGES = (2, 3, 4, 5)
+GROUP_M = 8
+# Shared memory one program may use for its operand ring (H100/H200: 227 KiB per block; A100: 163 KiB).
+SHARED_BYTES = 227 * 1024
+# float32 accumulator values per thread before registers spill (255 registers, room for addresses and operands).
+ACC_PER_THREAD = 128
+# Default tiles, largest first: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
+HALF_LADDER = ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 4))
+FLOAT_LADDER = ((64, 64, 32, 4, 3), (32, 64, 32, 4, 3), (32, 32, 32, 4, 3))
+# tl.dot takes tiles of at least 16 along each dim.
+MIN_TILE = 16
+
+
+@dataclass(frozen=True)
+class ProductFacts:
+    """What pruning needs: the largest case's sizes, the operand width and the machine."""
+
+    m: int  # rows of the output, batch folded in where the wrapper folds it
+    n: int
+    k: int
+    batch: int
+    itemsize: int  # bytes per operand element (2 for fp16/bf16, 4 for fp32)
+    multiprocessors: int
+
+    @property
+    def half(self) -> bool:
+        """Tell whether the operands are 16-bit (tensor cores; float32 runs IEEE on the CUDA cores)."""
+        return self.itemsize == 2
+
+
+def default_product_config(facts: ProductFacts) -> LaunchConfig:
+    """Return the usual best tile: the largest of a short ladder that still gives every SM a tile.
+
+    16-bit operands (H100, fp16 4096^3): 128x256x64 in 8 warps and 3 stages ran at 0.96x torch.matmul, 128x128 at
+    0.89-0.94x; a [1027, 1533] @ [1533, 771] product has 36 such tiles for 132 SMs, and 64x64 ran 2x faster there.
+    float32 operands run IEEE on the CUDA cores: 64x64x32 in 4 warps.
+    """
+    ladder = HALF_LADDER if facts.half else FLOAT_LADDER
+    for bm, bn, bk, warps, stages in ladder:
+        config = LaunchConfig(schedule="tiled", block_m=bm, block_size=bn, block_k=bk, group_m=GROUP_M,
+                              num_warps=warps, num_stages=stages)
+        if tiles(config, facts) >= facts.multiprocessors:
+            return config
+    return config
+
+
+def tiles(config: LaunchConfig, facts: ProductFacts) -> int:
+    """Count the output tiles (programs) of a configuration on the facts' largest case."""
+    return math.ceil(facts.m / config.block_m) * math.ceil(facts.n / config.block_size) * facts.batch
+
+
+def shared_bytes(config: LaunchConfig, itemsize: int) -> int:
+    """Return the shared memory of a program's operand ring: NUM_STAGES copies of an A and a B tile."""
+    return config.num_stages * (config.block_m + config.block_size) * config.block_k * itemsize
+
+
+def waves(config: LaunchConfig, facts: ProductFacts) -> float:
+    """Return the share of the last wave's SMs kept busy (1.0: tiles a multiple of the SMs)."""
+    count = tiles(config, facts)
+    return count / (math.ceil(count / facts.multiprocessors) * facts.multiprocessors)
+
+
+def product_space(facts: ProductFacts, preferred: Sequence[LaunchConfig] = ()) -> Space:
+    """Enumerate tiles, warps and stages; drop what cannot fit or cannot pay; rank by reuse and wave fill."""
+    candidates = [
+        LaunchConfig(schedule="tiled", block_m=bm, block_size=bn, block_k=bk, group_m=GROUP_M, num_warps=w,
+                     num_stages=s)
+        for bm, bn, bk, w, s in itertools.product(TILES_MN, TILES_MN, TILES_K, WARPS, STAGES)
+    ]
+    return pruned("tiled", candidates, lambda c: drop_reason(c, facts), lambda c: _rank(c, facts), preferred)
+
+
+def drop_reason(config: LaunchConfig, facts: ProductFacts) -> str | None:
+    """Say why a configuration is not worth a run (None to keep it)."""
+    if shared_bytes(config, facts.itemsize) > SHARED_BYTES:
+        return "operand ring over shared memory"
+    threads = config.num_warps * 32
+    if config.block_m * config.block_size / threads > ACC_PER_THREAD:
+        return "accumulator over the register budget"
+    if config.block_m * config.block_size < 64 * threads // 4:
+        return "tile too small for the warps"
+    if config.block_m > max(2 * MIN_TILE, next_pow2(facts.m)) or config.block_size > max(2 * MIN_TILE,
+                                                                                       next_pow2(facts.n)):
+        return "tile larger than the matrix"
+    if config.block_k > max(2 * MIN_TILE, next_pow2(facts.k)):
+        return "K step longer than K"
+    if not facts.half and (config.block_m * config.block_size > 128 * 128 or config.block_k > 64):
+        return "float32 runs on the CUDA cores: large tiles only spill"
+    return None
+
+
+def _rank(config: LaunchConfig, facts: ProductFacts) -> tuple[float, ...]:
+    """Prefer full last waves, then more reuse per byte loaded (larger tiles), then the classic 3-4 stages."""
+    reuse = config.block_m * config.block_size / (config.block_m + config.block_size)
+    return (-round(waves(config, facts), 1), -reuse, abs(config.num_stages - 3.5), -config.block_k,
+            config.num_warps)

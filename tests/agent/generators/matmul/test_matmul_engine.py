@@ -1,0 +1,153 @@
+"""The matmul engine: what it takes and refuses, its kernels against PyTorch in the interpreter, its tiles."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from agent.generators.offline.dispatch import OfflineGenerator
+from agent.generators.offline.matmul.generator import MatmulGenerator, product_facts
+from agent.generators.offline.matmul.space import SHARED_BYTES, shared_bytes
+from agent.reader import read_spec
+from agent.runner import run_job
+from agent.runtime.devices import DeviceInfo
+from agent.state import JobRequest
+from kernelgen.settings import Settings
+from tests.agent.generators.kernels import load_triton_module
+
+H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+GENERATOR = OfflineGenerator()
+
+
+def kernel_for(text: str, folder: Path):  # noqa: ANN201 - a generated function
+    spec = read_spec(text)
+    assert GENERATOR.refusal(spec) is None, GENERATOR.refusal(spec)
+    assert isinstance(GENERATOR.engine(spec), MatmulGenerator)
+    files = GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100))
+    return getattr(load_triton_module(files, folder), spec.name)
+
+
+def close(got: torch.Tensor, want: torch.Tensor, k: int) -> None:
+    """Compare with a float64 reference; half types round each output once and sum K products."""
+    tol = 1e-4 if got.dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got.double(), want.double(), rtol=tol, atol=tol * max(1.0, k ** 0.5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("m,k,n", [(67, 45, 33), (1, 1, 1), (33, 1, 17), (5, 130, 3)])
+def test_a_product_matches_pytorch_at_odd_sizes_and_k_of_one(m: int, k: int, n: int, dtype: torch.dtype,
+                                                             tmp_path: Path) -> None:
+    matmul = kernel_for("C = A @ B, A [64, 32] fp32, B [32, 48] fp32", tmp_path)
+    a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+    got = matmul(a, b)
+    assert got.dtype == dtype and got.shape == (m, n)
+    close(got, a.double() @ b.double(), k)
+
+
+def test_a_batched_product_and_a_broadcast_batch_match_pytorch(tmp_path: Path) -> None:
+    bmm = kernel_for("torch.bmm(a, b) a [3, 40, 24] b [3, 24, 50] fp16", tmp_path / "bmm")
+    a, b = torch.randn(5, 19, 37).half(), torch.randn(5, 37, 21).half()
+    close(bmm(a, b), a.double() @ b.double(), 37)
+    matmul = kernel_for("torch.matmul(a, b) a [20, 16] b [3, 16, 24] fp32", tmp_path / "broadcast")
+    a, b = torch.randn(20, 16), torch.randn(3, 16, 24)
+    close(matmul(a, b), a.double() @ b.double(), 16)
+
+
+def test_linear_with_bias_and_gelu_matches_pytorch_on_3d_inputs(tmp_path: Path) -> None:
+    linear_gelu = kernel_for("F.gelu(F.linear(x, w, b)) x [2, 37, 64] w [48, 64] b [48] fp16", tmp_path)
+    for dtype in (torch.float32, torch.float16):
+        x, w, b = torch.randn(3, 7, 65).to(dtype), torch.randn(19, 65).to(dtype), torch.randn(19).to(dtype)
+        want = F.gelu(F.linear(x.double(), w.double(), b.double()))
+        got = linear_gelu(x, w, b)
+        assert got.shape == (3, 7, 19)
+        close(got, want, 65)
+
+
+def test_a_transposed_operand_is_read_through_its_strides_and_a_residual_is_added(tmp_path: Path) -> None:
+    text = "out = x @ w.T + residual, x [50, 70] w [30, 70] residual [50, 30] fp16"
+    fused = kernel_for(text, tmp_path)
+    source = (tmp_path / f"{read_spec(text).name}_triton.py").read_text()
+    assert ".transpose(-2, -1)" in source and ".contiguous()" not in source
+    x, w, r = torch.randn(33, 70).half(), torch.randn(17, 70).half(), torch.randn(33, 17).half()
+    close(fused(x, w, r), x.double() @ w.double().T + r.double(), 70)
+
+
+def test_epilogue_inputs_spread_over_rows_columns_and_batches(tmp_path: Path) -> None:
+    # A residual shared by every batch cannot fold the batch into rows; a bias over N and a scale over M can.
+    relu = kernel_for("y = relu(x @ w * 0.5 + r) x [4, 30, 20] w [20, 16] r [30, 16] bf16", tmp_path / "r")
+    x, w, r = torch.randn(4, 30, 20).bfloat16(), torch.randn(20, 16).bfloat16(), torch.randn(30, 16).bfloat16()
+    close(relu(x, w, r), torch.relu(x.double() @ w.double() * 0.5 + r.double()), 20)
+    scaled = kernel_for("out = (a @ b + bias) * s, a [4, 33, 17] b [17, 9] bias [9] s [33, 1] fp32", tmp_path / "s")
+    a, b, bias, s = torch.randn(4, 33, 17), torch.randn(17, 9), torch.randn(9), torch.randn(33, 1)
+    close(scaled(a, b, bias, s), (a.double() @ b.double() + bias.double()) * s.double(), 17)
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("y = x @ v, x [64, 32] v [32] fp32", "is a vector"),
+    ("y = (a @ b) @ c, a [8, 8] b [8, 8] c [8, 8] fp32", "one matrix product per kernel"),
+    ("y = (2 * a) @ b, a [8, 8] b [8, 8] fp32", "prologue"),
+    ("y = torch.matmul(a, b), a [2, 3, 8, 8] b [2, 3, 8, 8] fp32", "more than one batch dim"),
+])
+def test_what_the_engine_cannot_write_is_refused_with_the_reason(text: str, reason: str) -> None:
+    refusal = GENERATOR.refusal(read_spec(text))
+    assert refusal is not None and reason in refusal
+
+
+def test_the_default_tile_is_the_largest_that_still_gives_every_sm_a_tile() -> None:
+    big = read_spec("C = A @ B, A [4096, 4096] fp16, B [4096, 4096] fp16")
+    assert GENERATOR.default_config(big, "tiled", H100).label() == (
+        "tiled: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_WARPS=8, NUM_STAGES=3")
+    odd = read_spec("C = A @ B, A [1027, 1533] fp16, B [1533, 771] fp16")
+    config = GENERATOR.default_config(odd, "tiled", H100)
+    assert (config.block_m, config.block_size) == (64, 64)  # 221 tiles; 128x128 would leave 69 SMs idle
+    fp32 = read_spec("C = A @ B, A [4096, 4096] fp32, B [4096, 4096] fp32")
+    assert GENERATOR.default_config(fp32, "tiled", H100).block_k == 32
+
+
+def test_the_search_space_keeps_only_tiles_that_fit_and_says_what_it_dropped() -> None:
+    spec = read_spec("C = A @ B, A [1027, 1533] fp16, B [1533, 771] fp16")
+    space = GENERATOR.config_space(spec, "tiled", H100)
+    facts = product_facts(spec, H100)
+    assert space.kept and all(shared_bytes(c, 2) <= SHARED_BYTES for c in space.kept)
+    assert "operand ring over shared memory" in space.summary()
+    assert "accumulator over the register budget" in space.summary()
+    assert (facts.m, facts.n, facts.k) == (1027, 771, 1533)
+
+
+def test_a_launch_constant_set_between_calls_changes_the_next_launch(tmp_path: Path) -> None:
+    spec = read_spec("C = A @ B, A [64, 32] fp32, B [32, 48] fp32")
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    module.matmul(a, b)
+    module.BLOCK_M = 16
+    close(module.matmul(a, b), a.double() @ b.double(), 64)
+    assert module.launch_sizes.cache_info().currsize == 2  # one tile per set of constants, none stale
+    launch = (16, module.BLOCK_N, module.BLOCK_K, module.GROUP_M, module.NUM_WARPS, module.NUM_STAGES)
+    assert module.launch_sizes(64, 64, 64, 1, 4096, launch)[0] == 16
+
+
+def test_the_generated_accuracy_file_passes_and_scales_the_tolerance_with_k(tmp_path: Path) -> None:
+    spec = read_spec("C = A @ B, A [67, 45] fp16, B [45, 33] fp16")
+    load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    accuracy = (tmp_path / "matmul_accuracy.py").read_text()
+    assert "math.sqrt(length)" in accuracy
+    done = subprocess.run([sys.executable, "matmul_accuracy.py", "--json", "result.json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert done.returncode == 0 and result["status"] == "pass", done.stdout[-2000:]
+    assert any(case["shapes"]["A"] == [1, 1] for case in result["cases"])
+
+
+def test_a_linear_gelu_job_is_verified_offline(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, database_url=f"sqlite:///{tmp_path / 'kg.db'}",  # type: ignore[call-arg]
+                        work_dir=tmp_path / "work")
+    request = JobRequest(spec_text="linear + bias + GELU: x [2048, 1024], weight [1024, 1024], bias [1024] fp16",
+                         out_dir=str(tmp_path / "out"), device="cpu", rounds=1)
+    final = run_job(request, settings, lambda stage, message: None)
+    assert final["status"] == "verified", final.get("message")
+    assert "tl.dot(a, b, acc" in (tmp_path / "out" / "linear_gelu_triton.py").read_text()
+    assert "| compute |" in (tmp_path / "out" / "definition.md").read_text()  # 411 FLOP/byte
