@@ -71,8 +71,8 @@ def test_definition_document_carries_computed_figures(tmp_path: Path) -> None:
         ("ReLU on a float32 tensor x", "shape"),
         ("relu on x [10, 10] int8", "int8"),
         ("x [3, 4] + y [5] fp32", "broadcast"),
-        # Softmax, prefix sums and losses are written offline now (the row engine): these two are still refused.
-        ("C = A @ B, A [64, 32] fp32, B [32, 16] fp32", "elementwise"),
+        # Softmax, prefix sums, losses and matrix products are written offline now: these two are still refused.
+        ("F.conv2d(x, w) x [1, 3, 8, 8] w [4, 3, 3, 3] fp32", "convolutions"),
         ("torch.sum(x, dim=(0, 2)) x [3, 4, 5]", "not adjacent"),
         ("please make it fast", "shape"),
     ],

@@ -26,7 +26,8 @@ def test_every_schedule_can_be_started_from_its_label(label: str, expected: Laun
     ("flat: NUM_WARPS=64", "NUM_WARPS=64: it must be between 1 and 32"),
     ("flat: BLOCK_SIZE=0", "BLOCK_SIZE=0: it must be between 1 and 65536"),
     ("flat: BLOCK_M=2", "BLOCK_M is not a parameter of the flat schedule (its parameters: BLOCK_SIZE, NUM_WARPS)"),
-    ("tiled: BLOCK_SIZE=256", "'tiled' is not a schedule; schedules: flat, rows, persistent, whole_row"),
+    ("tiles: BLOCK_SIZE=256", "'tiles' is not a schedule; schedules: flat, rows, persistent, whole_row"),
+    ("tiled: BLOCK_SIZE=256", "BLOCK_SIZE is not a parameter of the tiled schedule (its parameters: BLOCK_M"),
     ("flat: BLOCK_SIZE=big", "is not a configuration like 'flat: BLOCK_SIZE=256, NUM_WARPS=8'"),
     ("looped_row: BLOCK_M=64, BLOCK_K=4096", "a looped_row tile of 262144 elements is over the limit of 65536"),
 ])

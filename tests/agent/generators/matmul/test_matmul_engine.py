@@ -151,3 +151,48 @@ def test_a_linear_gelu_job_is_verified_offline(tmp_path: Path) -> None:
     assert final["status"] == "verified", final.get("message")
     assert "tl.dot(a, b, acc" in (tmp_path / "out" / "linear_gelu_triton.py").read_text()
     assert "| compute |" in (tmp_path / "out" / "definition.md").read_text()  # 411 FLOP/byte
+
+
+class Recorder:
+    """Stand in front of a generated kernel and count its launches (each launch still runs the real kernel)."""
+
+    def __init__(self, kernel) -> None:  # noqa: ANN001
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, grid):  # noqa: ANN001, ANN204
+        self.launches += 1
+        return self.kernel[grid]
+
+
+def test_aligned_operands_go_by_tma_descriptors_and_odd_ones_by_pointers(tmp_path: Path) -> None:
+    # TMA needs rows on 16-byte boundaries: [64, 48] fp16 rows are 96 bytes, [33, 45] rows 90 (Hopper, and the
+    # interpreter, which runs descriptors too; bfloat16 takes the pointer path there, numpy has no bfloat16).
+    spec = read_spec("out = x @ w.T + bias, x [50, 64] w [32, 64] bias [32] fp16")
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    tma = module.transpose_matmul_kernel_tma = Recorder(module.transpose_matmul_kernel_tma)
+    pointers = module.transpose_matmul_kernel = Recorder(module.transpose_matmul_kernel)
+    x, w, b = torch.randn(64, 48).half(), torch.randn(40, 48).half(), torch.randn(40).half()
+    close(module.transpose_matmul(x, w, b), x.double() @ w.double().T + b.double(), 48)
+    assert (tma.launches, pointers.launches) == (1, 0)
+    x, w, b = torch.randn(33, 45).half(), torch.randn(17, 45).half(), torch.randn(17).half()
+    close(module.transpose_matmul(x, w, b), x.double() @ w.double().T + b.double(), 45)
+    assert (tma.launches, pointers.launches) == (1, 1)
+    x, w, b = torch.randn(64, 48).half(), torch.randn(40, 48).half(), torch.randn(40).half()
+    close(module.transpose_matmul(x.T.contiguous().T, w, b), x.double() @ w.double().T + b.double(), 48)
+    assert tma.launches == 2  # a column-major operand is read transposed by its descriptor
+
+
+def test_an_epilogue_reading_a_whole_tile_keeps_the_pointer_kernel(tmp_path: Path) -> None:
+    # A residual tile converted through shared memory beside TMA's operand ring overflowed it on the H100.
+    spec = read_spec("out = x @ w + residual, x [64, 48] w [48, 32] residual [64, 32] fp16")
+    load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    assert "_kernel_tma" not in (tmp_path / f"{spec.name}_triton.py").read_text()
+
+
+def test_a_tiled_label_round_trips_through_the_config_rules() -> None:
+    from agent.generators.config_rules import config_from_label
+
+    label = "tiled: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_WARPS=8, NUM_STAGES=3"
+    config = config_from_label(label)
+    assert (config.block_m, config.block_size, config.block_k, config.num_stages) == (128, 256, 64, 3)
+    assert config.label() == label

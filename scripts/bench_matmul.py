@@ -1,0 +1,48 @@
+"""Write the matmul engine's benchmark specs for `scripts/bench_rows.py run`, which times them.
+
+    python scripts/bench_matmul.py DIR [--variants]   (any machine: each spec's files at the default configuration,
+                                                       and with --variants the search's first three and four fixed
+                                                       tiles beside it)
+    python scripts/bench_rows.py run DIR OUT [--variants]   (the accelerator)
+"""
+import json
+import sys
+from pathlib import Path
+
+from agent.generators.base import LaunchConfig
+from agent.generators.offline.dispatch import OfflineGenerator
+from agent.reader.read import read_spec
+from agent.runtime.devices import DeviceInfo
+
+SPECS = [
+    "C = A @ B, A [4096, 4096] fp16, B [4096, 4096] fp16",
+    "C = A @ B, A [4096, 4096] bf16, B [4096, 4096] bf16",
+    "C = A @ B, A [8192, 4096] fp16, B [4096, 8192] fp16",
+    "C = A @ B, A [8192, 4096] bf16, B [4096, 8192] bf16",
+    "C = A @ B, A [1027, 1533] fp16, B [1533, 771] fp16",
+    "C = A @ B, A [4096, 256] bf16, B [256, 4096] bf16",
+    "F.gelu(F.linear(x, w, b)) x [8192, 4096] w [4096, 4096] b [4096] fp16",
+    "out = x @ w + residual, x [8192, 4096] w [4096, 4096] residual [8192, 4096] bf16",
+]
+H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+folder = Path(sys.argv[1])
+gen = OfflineGenerator()
+extra = [LaunchConfig(schedule="tiled", block_m=128, block_size=128, block_k=64, group_m=8, num_warps=4, num_stages=4),
+         LaunchConfig(schedule="tiled", block_m=128, block_size=256, block_k=64, group_m=8, num_warps=8, num_stages=4),
+         LaunchConfig(schedule="tiled", block_m=256, block_size=128, block_k=64, group_m=8, num_warps=8, num_stages=3),
+         LaunchConfig(schedule="tiled", block_m=128, block_size=128, block_k=64, group_m=8, num_warps=8, num_stages=4)]
+for i, text in enumerate(SPECS):
+    spec = read_spec(text)
+    assert gen.refusal(spec) is None, gen.refusal(spec)
+    default = gen.default_config(spec, "tiled", H100)
+    configs = {"default": default}
+    if "--variants" in sys.argv:
+        for j, c in enumerate(gen.config_space(spec, "tiled", H100).kept[:3] + extra):
+            if c not in configs.values():
+                configs[f"v{j}"] = c
+    for name, config in configs.items():
+        out = folder / f"{i:02d}_{spec.name}" / name
+        out.mkdir(parents=True, exist_ok=True)
+        for fname, source in gen.generate(spec, config).files.items():
+            (out / fname).write_text(source)
+        (out / "meta.json").write_text(json.dumps({"spec": text, "op": spec.name, "config": config.label()}))
