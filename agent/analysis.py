@@ -7,10 +7,13 @@ import math
 from pydantic import BaseModel
 
 from agent.ir.count import minimal_bytes, total_flops
+from agent.ir.family import family_of
 from agent.runtime.devices import PEAKS, REFERENCE_DEVICE, DeviceInfo
 from agent.spec import OpSpec
 
 BYTES_PER_ELEMENT = {"float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "bool": 1}
+# Families whose FLOPs are matrix products: with 16-bit operands they run on the tensor cores.
+PRODUCT_FAMILIES = frozenset({"matmul", "conv", "attention"})
 
 
 class CaseFigures(BaseModel):
@@ -26,6 +29,7 @@ class CaseFigures(BaseModel):
     intensity: float  # FLOP per byte
     bound_ms: float  # the larger of memory time and compute time at peak
     bound: str  # "memory" or "compute"
+    peak_tflops: float  # the compute peak this case is held to: the tensor cores for 16-bit products
 
 
 class Analysis(BaseModel):
@@ -34,6 +38,7 @@ class Analysis(BaseModel):
     device_name: str
     peak_gbs: float
     peak_tflops: float
+    tensor_tflops: float | None  # the 16-bit matrix peak, where the spec's FLOPs are matrix products
     reference_only: bool  # True when the peaks are a reference device's, not this machine's
     ridge: float  # FLOP per byte where memory and compute bounds meet
     flops_per_element: int | float  # the spec's flops_per_output: whole counts print without a trailing .0
@@ -44,9 +49,13 @@ def analyse(spec: OpSpec, device: DeviceInfo) -> Analysis:
     """Compute the definition document's figures for every case of the spec."""
     if device.peak_gbs is not None and device.peak_tflops is not None:
         name, gbs, tflops, reference = device.name, device.peak_gbs, device.peak_tflops, False
+        tensor = device.peak_tensor_tflops
     else:
         peak = PEAKS[REFERENCE_DEVICE]
         name, gbs, tflops, reference = f"{REFERENCE_DEVICE} (reference)", peak["gbs"], peak["tflops"], True
+        tensor = peak["tensor_tflops"]
+    if spec.category == "custom" or family_of(spec.expr) not in PRODUCT_FAMILIES:
+        tensor = None
     cases = []
     for shapes in spec.shape_cases():
         out_shape = spec.output_shape(shapes)
@@ -61,17 +70,24 @@ def analyse(spec: OpSpec, device: DeviceInfo) -> Analysis:
                 read, written = minimal_bytes(spec.expr, types)
                 total_flops_case = total_flops(spec.expr, types)
             memory_ms = (read + written) / (gbs * 1e9) * 1e3
-            compute_ms = total_flops_case / (tflops * 1e12) * 1e3
+            case_tflops = tensor if tensor and on_tensor_cores(dtypes) else tflops
+            compute_ms = total_flops_case / (case_tflops * 1e12) * 1e3
             cases.append(CaseFigures(
                 shapes=shapes, dtypes=dtypes, out_shape=out_shape, elements=elements,
                 bytes_read=read, bytes_written=written, flops=total_flops_case,
                 intensity=total_flops_case / max(1, read + written),
                 bound_ms=max(memory_ms, compute_ms),
-                bound="memory" if memory_ms >= compute_ms else "compute",
+                bound="memory" if memory_ms >= compute_ms else "compute", peak_tflops=case_tflops,
             ))
     per_element = round(spec.flops_per_output, 2)
     return Analysis(
-        device_name=name, peak_gbs=gbs, peak_tflops=tflops, reference_only=reference,
+        device_name=name, peak_gbs=gbs, peak_tflops=tflops, tensor_tflops=tensor, reference_only=reference,
         ridge=tflops * 1e12 / (gbs * 1e9), cases=cases,
         flops_per_element=int(per_element) if float(per_element).is_integer() else per_element,
     )
+
+
+def on_tensor_cores(dtypes: dict[str, str]) -> bool:
+    """Tell whether a product's operands in this dtype case are 16-bit (float32 ones run IEEE on the CUDA cores)."""
+    floats = [d for d in dtypes.values() if d in ("float32", "float16", "bfloat16")]
+    return bool(floats) and all(d != "float32" for d in floats)

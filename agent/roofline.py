@@ -30,6 +30,7 @@ class MeasuredCase(BaseModel):
     intensity: float  # FLOP per byte moved
     attainable_ms: float  # the roofline's time: bytes at copy bandwidth or FLOPs at peak, whichever is longer
     pct_of_roofline: float
+    peak_tflops: float | None = None  # the compute peak the case is held to (the tensor cores for 16-bit products)
 
 
 class Placement(BaseModel):
@@ -46,16 +47,22 @@ class Placement(BaseModel):
 
 def place(
     performance: dict[str, Any], peak_tflops: float | None, multiprocessors: int | None,
-    tiles: int | None, counters: dict[str, float] | None = None,
+    tiles: int | None, counters: dict[str, float] | None = None, tensor_tflops: float | None = None,
 ) -> Placement | None:
-    """Read the performance result against the roofline; None when nothing was measured."""
+    """Read the performance result against the roofline; None when nothing was measured.
+
+    tensor_tflops, given for matrix products, is the peak of their 16-bit cases.
+    """
+    from agent.analysis import on_tensor_cores
+
     copy_gbs = performance.get("copy_gbs")
     raw = performance.get("cases") or []
     if not copy_gbs or not raw:
         return None
-    cases = [_case(c, copy_gbs, peak_tflops) for c in raw]
+    cases = [_case(c, copy_gbs, tensor_tflops if tensor_tflops and on_tensor_cores(c["dtypes"]) else peak_tflops)
+             for c in raw]
     worst = min(cases, key=lambda c: c.pct_of_roofline)
-    ridge = peak_tflops * 1e12 / (copy_gbs * 1e9) if peak_tflops else None
+    ridge = worst.peak_tflops * 1e12 / (copy_gbs * 1e9) if worst.peak_tflops else None
     bound, why = _bound(worst, ridge, multiprocessors, tiles, counters or {})
     return Placement(cases=cases, worst=worst, bound=bound, ridge=ridge, tiles=tiles,
                      multiprocessors=multiprocessors, why=why)
@@ -70,7 +77,7 @@ def _case(raw: dict[str, Any], copy_gbs: float, peak_tflops: float | None) -> Me
     return MeasuredCase(
         shapes=raw["shapes"], dtypes=raw["dtypes"], triton_ms=ms, gbs=raw["gbs"], tflops=raw.get("tflops", 0.0),
         pct_of_copy=raw["pct_of_copy"], intensity=flops / n_bytes if n_bytes else 0.0,
-        attainable_ms=attainable, pct_of_roofline=100.0 * attainable / ms if ms > 0 else 0.0,
+        attainable_ms=attainable, pct_of_roofline=100.0 * attainable / ms if ms > 0 else 0.0, peak_tflops=peak_tflops,
     )
 
 

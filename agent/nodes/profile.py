@@ -7,10 +7,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from agent.analysis import PRODUCT_FAMILIES
 from agent.context import JobContext
 from agent.definition_figures import launch_geometry
 from agent.diagnosis import ROW_SCHEDULES
 from agent.generators.base import LaunchConfig
+from agent.ir.family import family_of
 from agent.roofline import launched_tiles, place
 from agent.runtime.devices import DeviceInfo
 from agent.runtime.profiling import profile_kernel, summarize
@@ -38,7 +40,9 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     metrics = counters.metrics if counters.status == "measured" else {}
     tiles = int(metrics["grid_size"]) if "grid_size" in metrics else programs(spec, pending.config, device,
                                                                                shape_index)
-    placement = place(pending.performance, device.peak_tflops, device.multiprocessors, tiles, metrics)
+    products = spec.category != "custom" and family_of(spec.expr) in PRODUCT_FAMILIES
+    placement = place(pending.performance, device.peak_tflops, device.multiprocessors, tiles, metrics,
+                      tensor_tflops=device.peak_tensor_tflops if products else None)
     ctx.report("profile", f"round {pending.index}: {summarize(counters)}")
     if placement is not None:
         ctx.report("profile", f"round {pending.index}: {placement.bound}-bound: {placement.why}; worst case at "

@@ -10,20 +10,21 @@ from pydantic import BaseModel
 
 DeviceKind = Literal["cuda", "npu", "cpu"]
 
-# Datasheet figures: memory bandwidth (GB/s) and dense fp32 vector rate (TFLOP/s).
-# Measured copy bandwidth, where a run has one, is the ceiling the reports prefer.
+# Datasheet figures: memory bandwidth (GB/s), dense fp32 vector rate and dense 16-bit matrix rate with float32
+# accumulation (TFLOP/s; the tensor cores, Ascend's cube unit). Measured copy bandwidth, where a run has one, is the
+# ceiling the reports prefer.
 PEAKS: dict[str, dict[str, float]] = {
-    "H200": {"gbs": 4800.0, "tflops": 67.0},
-    "H100 PCIe": {"gbs": 2000.0, "tflops": 51.0},
-    "H100": {"gbs": 3350.0, "tflops": 67.0},
-    "H20": {"gbs": 4000.0, "tflops": 44.0},
-    "A100-SXM4-80GB": {"gbs": 2039.0, "tflops": 19.5},
-    "A100": {"gbs": 1555.0, "tflops": 19.5},
-    "L40S": {"gbs": 864.0, "tflops": 91.6},
-    "L4": {"gbs": 300.0, "tflops": 30.3},
-    "RTX 4090": {"gbs": 1008.0, "tflops": 82.6},
-    "Ascend910B": {"gbs": 1600.0, "tflops": 94.0},
-    "910B": {"gbs": 1600.0, "tflops": 94.0},
+    "H200": {"gbs": 4800.0, "tflops": 67.0, "tensor_tflops": 989.4},
+    "H100 PCIe": {"gbs": 2000.0, "tflops": 51.0, "tensor_tflops": 756.0},
+    "H100": {"gbs": 3350.0, "tflops": 67.0, "tensor_tflops": 989.4},
+    "H20": {"gbs": 4000.0, "tflops": 44.0, "tensor_tflops": 148.0},
+    "A100-SXM4-80GB": {"gbs": 2039.0, "tflops": 19.5, "tensor_tflops": 312.0},
+    "A100": {"gbs": 1555.0, "tflops": 19.5, "tensor_tflops": 312.0},
+    "L40S": {"gbs": 864.0, "tflops": 91.6, "tensor_tflops": 362.0},
+    "L4": {"gbs": 300.0, "tflops": 30.3, "tensor_tflops": 121.0},
+    "RTX 4090": {"gbs": 1008.0, "tflops": 82.6, "tensor_tflops": 165.2},
+    "Ascend910B": {"gbs": 1600.0, "tflops": 94.0, "tensor_tflops": 313.0},
+    "910B": {"gbs": 1600.0, "tflops": 94.0, "tensor_tflops": 313.0},
 }
 # Used for the definition document's roofline when no accelerator is here.
 REFERENCE_DEVICE = "H100"
@@ -36,6 +37,7 @@ class DeviceInfo(BaseModel):
     name: str
     peak_gbs: float | None = None
     peak_tflops: float | None = None
+    peak_tensor_tflops: float | None = None  # 16-bit matrix products on the tensor cores
     multiprocessors: int | None = None  # SMs on CUDA; sizes the search space and persistent grids
     memory_bytes: int | None = None  # the device's memory (the host's RAM for the CPU): a spec must fit in it
 
@@ -75,7 +77,9 @@ def detect(wanted: str = "auto") -> DeviceInfo:
     return DeviceInfo(
         kind=kind, name=name,
         peak_gbs=peaks["gbs"] if peaks else None,
-        peak_tflops=peaks["tflops"] if peaks else None, multiprocessors=multiprocessors, memory_bytes=memory,
+        peak_tflops=peaks["tflops"] if peaks else None,
+        peak_tensor_tflops=peaks["tensor_tflops"] if peaks else None, multiprocessors=multiprocessors,
+        memory_bytes=memory,
     )
 
 

@@ -29,3 +29,15 @@ def test_a_whole_count_prints_without_a_fraction() -> None:
     spec = read_spec("fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]")
     shown = analyse(spec, H100).flops_per_element
     assert isinstance(shown, int) and str(shown) == str(round(spec.flops_per_output))
+
+
+def test_a_16_bit_product_is_held_to_the_tensor_cores_and_a_float32_one_to_the_cuda_cores() -> None:
+    device = H100.model_copy(update={"peak_tensor_tflops": 989.4})
+    half = analyse(read_spec("C = A @ B, A [4096, 4096] fp16, B [4096, 4096] fp16"), device)
+    assert half.tensor_tflops == 989.4 and half.cases[0].peak_tflops == 989.4 and half.cases[0].bound == "compute"
+    # 2 * 4096^3 FLOPs at 989.4 TFLOP/s: 0.139 ms (at the fp32 rate it would read 2.05 ms).
+    assert half.cases[0].bound_ms == pytest.approx(2 * 4096**3 / 989.4e12 * 1e3)
+    full = analyse(read_spec("C = A @ B, A [4096, 4096] fp32, B [4096, 4096] fp32"), device)
+    assert full.cases[0].peak_tflops == 67
+    softmax = analyse(read_spec("softmax over the last dim of x [64, 1000] fp16"), device)
+    assert softmax.tensor_tflops is None and softmax.cases[0].peak_tflops == 67

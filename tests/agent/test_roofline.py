@@ -170,3 +170,14 @@ def test_a_split_row_counts_the_programs_its_rows_are_dealt_out_to() -> None:
     constants = LaunchConfig(schedule="split_row", block_size=4096, block_m=1, programs_per_sm=4).constants()
     assert launched_tiles(constants, 1, SMS) == 4 * SMS  # one output, a whole GPU of programs: not under-used
     assert launched_tiles(constants, 100_000, SMS) == 100_000  # more rows than that: one program a row at least
+
+
+def test_a_16_bit_product_is_placed_against_the_tensor_core_peak() -> None:
+    # 4096^3 fp16 in 0.2 ms: 687 TFLOP/s, 69% of 989 on the tensor cores (it would read 1025% of the fp32 rate).
+    case = {"shapes": {"A": [4096, 4096], "B": [4096, 4096]}, "dtypes": {"A": "float16", "B": "float16"},
+            "triton_ms": 0.2, "bytes": 3 * 4096 * 4096 * 2, "gbs": 503.3, "tflops": 2 * 4096**3 / 0.2e-3 / 1e12,
+            "pct_of_copy": 17.0}
+    placement = place({"copy_gbs": 2950.0, "cases": [case]}, 67.0, 132, 528, tensor_tflops=989.4)
+    assert placement is not None and placement.bound == "compute"
+    assert placement.worst.pct_of_roofline == pytest.approx(100 * 2 * 4096**3 / 989.4e12 / 0.2e-3, rel=1e-6)
+    assert placement.worst.peak_tflops == 989.4

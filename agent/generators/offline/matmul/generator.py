@@ -144,6 +144,8 @@ class MatmulGenerator:
             "length_scaled": {"input": graph.a.name, "dims": [a_rank - (2 if graph.a.transposed else 1)]},
             "rank": a_rank,
             "special_cases": False,
+            "product_peak": True,
+            "product_operand": graph.a.name,
         }
 
 
