@@ -93,7 +93,7 @@ def launch_geometry(spec: OpSpec, config: LaunchConfig, device: DeviceInfo) -> L
     rows = []
     for shapes in spec.shape_cases():
         programs, tile = (launched_on(spec, config, shapes, device) if graph is not None
-                          else _tiled_launch(spec, shapes, config, sms))
+                          else tiled_launch(spec, shapes, config, sms))
         rows.append(LaunchRow(shapes=shown_shapes(shapes), programs=programs, tile=tile, threads=threads,
                               per_thread=max(1, tile // threads), per_sm=programs / sms))
     return Launch(multiprocessors=sms, reference=reference, rows=rows,
@@ -107,10 +107,20 @@ def _graph(spec: OpSpec) -> RowGraph | None:
         return None
 
 
-def _tiled_launch(spec: OpSpec, shapes: dict[str, list[int]], config: LaunchConfig, sms: int) -> tuple[int, int]:
+def tiled_launch(spec: OpSpec, shapes: dict[str, list[int]], config: LaunchConfig, sms: int) -> tuple[int, int]:
     """Count an elementwise schedule's programs and tile the way its wrapper does."""
     out_shape = spec.output_shape(shapes)
     elements = math.prod(out_shape)
+    if config.schedule == "tiled":
+        # One program per BLOCK_M x BLOCK_N output tile of each matrix (the wrapper shrinks a tile past a small one).
+        m, n = (out_shape[-2], out_shape[-1]) if len(out_shape) >= 2 else (1, out_shape[-1])
+        block_m = min(config.block_m, max(16, next_pow2(m)))
+        block_n = min(config.block_size, max(16, next_pow2(n)))
+        return math.ceil(m / block_m) * math.ceil(n / block_n) * math.prod(out_shape[:-2]), block_m * block_n
+    if config.schedule == "flash":
+        # One program per BLOCK_M queries of each (batch, head).
+        block_m = min(config.block_m, max(16, next_pow2(out_shape[-2])))
+        return math.ceil(out_shape[-2] / block_m) * math.prod(out_shape[:-2]), block_m * out_shape[-1]
     if config.schedule == "rows":
         # A short last dimension gets narrower, taller tiles of the same size.
         n_cols = out_shape[-1] if out_shape else 1

@@ -1,8 +1,7 @@
-"""Write the matmul engine's benchmark specs for `scripts/bench_rows.py run`, which times them.
+"""Write the matmul and attention engines' benchmark specs for `scripts/bench_rows.py run`, which times them.
 
-    python scripts/bench_matmul.py DIR [--variants]   (any machine: each spec's files at the default configuration,
-                                                       and with --variants the search's first three and four fixed
-                                                       tiles beside it)
+    python scripts/bench_matmul.py DIR [--variants] [--match TEXT]   (any machine: each spec's files at the default
+        configuration, or those holding TEXT; with --variants the search's first three and four fixed tiles beside)
     python scripts/bench_rows.py run DIR OUT [--variants]   (the accelerator)
 """
 import json
@@ -23,6 +22,10 @@ SPECS = [
     "C = A @ B, A [4096, 256] bf16, B [256, 4096] bf16",
     "F.gelu(F.linear(x, w, b)) x [8192, 4096] w [4096, 4096] b [4096] fp16",
     "out = x @ w + residual, x [8192, 4096] w [4096, 4096] residual [8192, 4096] bf16",
+    "causal attention, q k v [4, 16, 4096, 128] bf16",
+    "F.scaled_dot_product_attention(q, k, v) q k v [4, 16, 4096, 128] fp16",
+    "causal attention, q k v [2, 16, 8192, 128] bf16",
+    "F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 128] bf16",
 ]
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
 folder = Path(sys.argv[1])
@@ -31,13 +34,17 @@ extra = [LaunchConfig(schedule="tiled", block_m=128, block_size=128, block_k=64,
          LaunchConfig(schedule="tiled", block_m=128, block_size=256, block_k=64, group_m=8, num_warps=8, num_stages=4),
          LaunchConfig(schedule="tiled", block_m=256, block_size=128, block_k=64, group_m=8, num_warps=8, num_stages=3),
          LaunchConfig(schedule="tiled", block_m=128, block_size=128, block_k=64, group_m=8, num_warps=8, num_stages=4)]
+match = sys.argv[sys.argv.index("--match") + 1] if "--match" in sys.argv else ""
 for i, text in enumerate(SPECS):
+    if match not in text:
+        continue
     spec = read_spec(text)
     assert gen.refusal(spec) is None, gen.refusal(spec)
-    default = gen.default_config(spec, "tiled", H100)
+    schedule = gen.schedules(spec)[0]
+    default = gen.default_config(spec, schedule, H100)
     configs = {"default": default}
     if "--variants" in sys.argv:
-        for j, c in enumerate(gen.config_space(spec, "tiled", H100).kept[:3] + extra):
+        for j, c in enumerate(gen.config_space(spec, schedule, H100).kept[:3] + (extra if schedule == "tiled" else [])):
             if c not in configs.values():
                 configs[f"v{j}"] = c
     for name, config in configs.items():

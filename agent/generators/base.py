@@ -13,7 +13,7 @@ from agent.spec import OpSpec
 FILE_ROLES = ("triton", "baseline", "accuracy", "performance")
 
 # How the kernel maps work to programs. Switching schedule rewrites the kernel body: a logic edit.
-Schedule = Literal["flat", "rows", "persistent", "whole_row", "looped_row", "split_row", "tiled"]
+Schedule = Literal["flat", "rows", "persistent", "whole_row", "looped_row", "split_row", "tiled", "flash"]
 SCHEDULE_NOTES: dict[str, str] = {
     "flat": "1-D grid, one contiguous tile of BLOCK_SIZE elements per program",
     "rows": "2-D tiles of BLOCK_M x BLOCK_N over [rows, last dim], walked on a 1-D grid; row-broadcast "
@@ -32,6 +32,9 @@ SCHEDULE_NOTES: dict[str, str] = {
     "tiled": "one BLOCK_M x BLOCK_N output tile per program, accumulated in float32 over BLOCK_K steps of the "
              "shared dim (NUM_STAGES-deep software pipeline), tiles visited in groups of GROUP_M rows of tiles so "
              "neighbouring programs share operand tiles in L2; the epilogue runs on the tile before its one store",
+    "flash": "BLOCK_M queries of one (batch, head) per program, walking the keys BLOCK_N at a time with a running "
+             "max and sum (online softmax, FlashAttention's forward): the scores never reach memory; causal blocks "
+             "past the diagonal are skipped",
 }
 
 
@@ -58,6 +61,9 @@ class LaunchConfig(BaseModel):
         if self.schedule == "split_row":
             return {"BLOCK_M": self.block_m, "BLOCK_K": self.block_size, "PROGRAMS_PER_SM": self.programs_per_sm,
                     "NUM_WARPS": self.num_warps}
+        if self.schedule == "flash":
+            return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_size, "NUM_WARPS": self.num_warps,
+                    "NUM_STAGES": self.num_stages}
         if self.schedule == "tiled":
             return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_size, "BLOCK_K": self.block_k,
                     "GROUP_M": self.group_m, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages}
@@ -74,7 +80,7 @@ class LaunchConfig(BaseModel):
     def from_constants(cls, schedule: Schedule, constants: dict[str, int]) -> LaunchConfig:
         """Rebuild a configuration from its schedule and module constants."""
         block = constants.get({"rows": "BLOCK_N", "looped_row": "BLOCK_K", "split_row": "BLOCK_K",
-                               "tiled": "BLOCK_N"}.get(schedule, "BLOCK_SIZE"), 1024)
+                               "tiled": "BLOCK_N", "flash": "BLOCK_N"}.get(schedule, "BLOCK_SIZE"), 1024)
         return cls(
             schedule=schedule, block_size=block, block_m=constants.get("BLOCK_M", 1),
             num_warps=constants.get("NUM_WARPS", 4), num_stages=constants.get("NUM_STAGES", 1),

@@ -48,7 +48,7 @@ def _lower_power(value: int) -> int:
 
 def _tile_elements(config: LaunchConfig) -> int:
     """Count the elements one program's tile holds."""
-    if config.schedule in ("rows", "looped_row", "split_row", "tiled"):
+    if config.schedule in ("rows", "looped_row", "split_row", "tiled", "flash"):
         return config.block_m * config.block_size
     if config.schedule == "whole_row":
         return 0  # the wrapper caps rows per program by the row length

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from agent.analysis import PRODUCT_FAMILIES
 from agent.context import JobContext
-from agent.definition_figures import launch_geometry
+from agent.definition_figures import launch_geometry, tiled_launch
 from agent.diagnosis import ROW_SCHEDULES
 from agent.generators.base import LaunchConfig
 from agent.ir.family import family_of
@@ -57,5 +57,7 @@ def programs(spec: OpSpec, config: LaunchConfig, device: DeviceInfo, shape_index
     if config.schedule in ROW_SCHEDULES:
         # One program per row or lane tile, not per output element: a softmax of [64, 1000] launches 64.
         return launch_geometry(spec, config, device).rows[shape_index].programs
+    if config.schedule in ("tiled", "flash"):
+        return tiled_launch(spec, spec.shape_cases()[shape_index], config, device.multiprocessors or 0)[0]
     elements = math.prod(spec.output_shape(spec.shape_cases()[shape_index]))
     return launched_tiles(config.constants(), elements, device.multiprocessors)

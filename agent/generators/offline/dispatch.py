@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from agent.generators.base import ConfigSpace, KernelFiles, LaunchConfig, Schedule
+from agent.generators.offline.attention.generator import AttentionGenerator
 from agent.generators.offline.elementwise import ElementwiseGenerator
 from agent.generators.offline.matmul.generator import MatmulGenerator
 from agent.generators.offline.rows.generator import RowGenerator
@@ -15,19 +16,20 @@ from agent.spec import OpSpec
 # Families whose ops the row engine lowers (an elementwise chain around them included).
 ROW_FAMILIES = frozenset({"reduction", "softmax", "norm", "scan", "loss"})
 _WRITES = {"elementwise": "elementwise and broadcast chains", "rows": "reductions, softmax, norms, scans",
-           "matmul": "matrix products with fused epilogues"}
+           "matmul": "matrix products with fused epilogues", "attention": "scaled dot-product attention"}
 
 
 class OfflineGenerator:
-    """Write kernels from templates, without a model: elementwise chains, row reductions and matrix products."""
+    """Write kernels from templates, without a model: elementwise chains, row reductions, products, attention."""
 
-    def __init__(self, engines: Collection[str] = ("elementwise", "rows", "matmul")) -> None:
+    def __init__(self, engines: Collection[str] = ("elementwise", "rows", "matmul", "attention")) -> None:
         self.elementwise = ElementwiseGenerator()
         self.rows = RowGenerator()
         self.matmul = MatmulGenerator()
+        self.attention = AttentionGenerator()
         self.engines = frozenset(engines)
 
-    def engine(self, spec: OpSpec) -> ElementwiseGenerator | RowGenerator | MatmulGenerator:
+    def engine(self, spec: OpSpec) -> ElementwiseGenerator | RowGenerator | MatmulGenerator | AttentionGenerator:
         """Return the engine that writes this spec."""
         if spec.category != "custom":
             family = family_of(spec.expr)
@@ -35,6 +37,8 @@ class OfflineGenerator:
                 return self.rows
             if family == "matmul":
                 return self.matmul
+            if family == "attention":
+                return self.attention
         return self.elementwise
 
     def refusal(self, spec: OpSpec) -> str | None:

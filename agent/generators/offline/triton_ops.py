@@ -126,7 +126,7 @@ TRITON: dict[str, TritonOp] = {
 UNSUPPORTED_REASON = {
     "matmul": "matrix products are written by the matmul engine, not inside an elementwise chain",
     "conv": "convolutions are read but not generated offline yet",
-    "attention": "attention is read but not generated offline yet",
+    "attention": "attention is written by the attention engine, not inside an elementwise chain",
     "data-movement": "layout changes and indexing are read but not generated offline yet",
     "elementwise": "this elementwise op has no offline Triton spelling yet",
 }

@@ -1,0 +1,1 @@
+"""The offline attention engine: FlashAttention-style forward kernels."""

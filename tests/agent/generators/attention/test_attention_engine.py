@@ -1,0 +1,96 @@
+"""The attention engine: what it takes and refuses, and its kernels against PyTorch in the interpreter."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from agent.generators.offline.attention.generator import AttentionGenerator
+from agent.generators.offline.dispatch import OfflineGenerator
+from agent.reader import read_spec
+from agent.runner import run_job
+from agent.runtime.devices import DeviceInfo
+from agent.state import JobRequest
+from kernelgen.settings import Settings
+from tests.agent.generators.kernels import load_triton_module
+
+H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+GENERATOR = OfflineGenerator()
+
+
+def kernel_for(text: str, folder: Path):  # noqa: ANN201 - a generated function
+    spec = read_spec(text)
+    assert GENERATOR.refusal(spec) is None, GENERATOR.refusal(spec)
+    assert isinstance(GENERATOR.engine(spec), AttentionGenerator)
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), folder)
+    return getattr(module, spec.name)
+
+
+def reference(q, k, v, **kwargs) -> torch.Tensor:  # noqa: ANN001
+    return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_causal_attention_matches_pytorch_with_more_keys_than_queries_and_odd_head_dims(dtype: torch.dtype,
+                                                                                        tmp_path: Path) -> None:
+    attention = kernel_for("causal attention, q k v [2, 3, 64, 32] fp16", tmp_path)
+    tol = 2e-4 if dtype == torch.float32 else 2e-2
+    # PyTorch's is_causal aligns the mask top-left: query i sees keys 0..i, also when there are more keys.
+    for lq, lk, d in ((64, 64, 32), (5, 9, 3), (70, 33, 20), (1, 1, 1)):
+        q, k, v = (torch.randn(2, 3, n, d).to(dtype) for n in (lq, lk, lk))
+        want = reference(q, k, v, is_causal=True)
+        torch.testing.assert_close(attention(q, k, v).double(), want, rtol=tol, atol=tol)
+
+
+def test_an_additive_mask_and_a_scale_are_applied_and_a_fully_masked_row_is_zero_as_in_pytorch(tmp_path: Path) -> None:
+    text = "F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3) q [2, 4, 40, 16] k [2, 4, 50, 16] " \
+           "v [2, 4, 50, 24] m [40, 50] fp32"
+    attention = kernel_for(text, tmp_path)
+    q, k, v, m = torch.randn(2, 4, 40, 16), torch.randn(2, 4, 50, 16), torch.randn(2, 4, 50, 24), torch.randn(40, 50)
+    m[7] = float("-inf")
+    got = attention(q, k, v, m)
+    want = reference(q, k, v, attn_mask=m.double(), scale=0.3)
+    assert (want[:, :, 7] == 0).all()  # PyTorch's safe softmax: no NaN for a row that sees no key
+    torch.testing.assert_close(got.double(), want, rtol=2e-4, atol=2e-4)
+    q[0, 0, 3, 0] = float("nan")
+    assert torch.isnan(attention(q, k, v, m)[0, 0, 3]).all()
+
+
+def test_three_dim_inputs_and_large_values_stay_finite(tmp_path: Path) -> None:
+    attention = kernel_for("F.scaled_dot_product_attention(q, k, v) q [3, 50, 32] k [3, 70, 32] v [3, 70, 32] bf16",
+                           tmp_path)
+    q, k, v = (torch.randn(3, n, 32).bfloat16() * 8 for n in (50, 70, 70))
+    got = attention(q, k, v)
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got.double(), reference(q, k, v), rtol=3e-2, atol=6e-2)
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("F.scaled_dot_product_attention(q, k, v) + 1 q k v [2, 8, 64, 32] fp16", "epilogue after attention"),
+    ("F.scaled_dot_product_attention(q, k, v) q [2, 8, 64, 32] k [2, 1, 64, 32] v [2, 1, 64, 32] fp16",
+     "share their leading"),
+])
+def test_what_the_engine_cannot_write_is_refused_with_the_reason(text: str, reason: str) -> None:
+    refusal = GENERATOR.refusal(read_spec(text))
+    assert refusal is not None and reason in refusal, refusal
+
+
+def test_the_defaults_and_the_space_follow_the_head_dim() -> None:
+    spec = read_spec("causal attention, q k v [4, 16, 4096, 128] bf16")
+    assert GENERATOR.default_config(spec, "flash", H100).label() == (
+        "flash: BLOCK_M=128, BLOCK_N=64, NUM_WARPS=8, NUM_STAGES=3")
+    space = GENERATOR.config_space(spec, "flash", H100)
+    assert space.kept and "over" in space.summary()
+
+
+def test_a_causal_attention_job_is_verified_offline(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, database_url=f"sqlite:///{tmp_path / 'kg.db'}",  # type: ignore[call-arg]
+                        work_dir=tmp_path / "work")
+    request = JobRequest(spec_text="causal attention, q k v [1, 2, 96, 64] fp16", out_dir=str(tmp_path / "out"),
+                         device="cpu", rounds=1)
+    final = run_job(request, settings, lambda stage, message: None)
+    assert final["status"] == "verified", final.get("message")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert "flash" in json.dumps(report["rounds"][0])
