@@ -55,8 +55,8 @@ class Settings(BaseSettings):
     # Which generator writes kernels: auto takes the LLM when an endpoint and model are set, else offline.
     llm: Literal["auto", "offline", "openai"] = "auto"
     # The offline engines that may write a first version; an op of a family left out goes to the LLM (or is refused).
-    offline_engines: list[Literal["elementwise", "rows", "matmul", "attention"]] = ["elementwise", "rows", "matmul",
-                                                                                   "attention"]
+    offline_engines: list[Literal["elementwise", "rows", "matmul", "attention", "conv"]] = [
+        "elementwise", "rows", "matmul", "attention", "conv"]
     llm_base_url: str | None = None  # an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1
     llm_model: str | None = None
     llm_api_key: str | None = None  # local servers (vLLM, Ollama) accept any value

@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 
 from agent.generators.base import ConfigSpace, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.attention.generator import AttentionGenerator
+from agent.generators.offline.conv.generator import ConvGenerator
 from agent.generators.offline.elementwise import ElementwiseGenerator
 from agent.generators.offline.matmul.generator import MatmulGenerator
 from agent.generators.offline.rows.generator import RowGenerator
@@ -13,23 +14,26 @@ from agent.ir.family import family_of
 from agent.runtime.devices import DeviceInfo
 from agent.spec import OpSpec
 
+Engine = ElementwiseGenerator | RowGenerator | MatmulGenerator | AttentionGenerator | ConvGenerator
 # Families whose ops the row engine lowers (an elementwise chain around them included).
 ROW_FAMILIES = frozenset({"reduction", "softmax", "norm", "scan", "loss"})
 _WRITES = {"elementwise": "elementwise and broadcast chains", "rows": "reductions, softmax, norms, scans",
-           "matmul": "matrix products with fused epilogues", "attention": "scaled dot-product attention"}
+           "matmul": "matrix products with fused epilogues", "attention": "scaled dot-product attention",
+           "conv": "2-D convolutions"}
 
 
 class OfflineGenerator:
     """Write kernels from templates, without a model: elementwise chains, row reductions, products, attention."""
 
-    def __init__(self, engines: Collection[str] = ("elementwise", "rows", "matmul", "attention")) -> None:
+    def __init__(self, engines: Collection[str] = ("elementwise", "rows", "matmul", "attention", "conv")) -> None:
         self.elementwise = ElementwiseGenerator()
         self.rows = RowGenerator()
         self.matmul = MatmulGenerator()
         self.attention = AttentionGenerator()
+        self.conv = ConvGenerator()
         self.engines = frozenset(engines)
 
-    def engine(self, spec: OpSpec) -> ElementwiseGenerator | RowGenerator | MatmulGenerator | AttentionGenerator:
+    def engine(self, spec: OpSpec) -> Engine:
         """Return the engine that writes this spec."""
         if spec.category != "custom":
             family = family_of(spec.expr)
@@ -39,6 +43,8 @@ class OfflineGenerator:
                 return self.matmul
             if family == "attention":
                 return self.attention
+            if family == "conv":
+                return self.conv
         return self.elementwise
 
     def refusal(self, spec: OpSpec) -> str | None:

@@ -125,7 +125,7 @@ TRITON: dict[str, TritonOp] = {
 # Why the elementwise engine stops at a family (reductions, softmax, norms, scans and losses go to the row engine).
 UNSUPPORTED_REASON = {
     "matmul": "matrix products are written by the matmul engine, not inside an elementwise chain",
-    "conv": "convolutions are read but not generated offline yet",
+    "conv": "convolutions are written by the convolution engine, not inside an elementwise chain",
     "attention": "attention is written by the attention engine, not inside an elementwise chain",
     "data-movement": "layout changes and indexing are read but not generated offline yet",
     "elementwise": "this elementwise op has no offline Triton spelling yet",

@@ -85,11 +85,11 @@ def matmul_graph(spec: OpSpec) -> MatmulGraph:
     if product.op == "linear" and len(product.args) > 2 and product.args[2] is not None:
         finished = Node("add", (finished, product.args[2]))
     try:
-        epilogue = lower(_replace(spec.expr, product, finished), spec.output, names + [acc])
+        epilogue = lower(replace_node(spec.expr, product, finished), spec.output, names + [acc])
     except NotLowerable as exc:
         raise NotMatmulLowerable(f"the epilogue after the product is not an elementwise chain the offline "
                                  f"generator writes: {exc}") from None
-    readers = [e.name for e in walk(_replace(spec.expr, product, finished)) if isinstance(e, Ref) and e.name != acc]
+    readers = [e.name for e in walk(replace_node(spec.expr, product, finished)) if isinstance(e, Ref) and e.name != acc]
     for name, view in epilogue.views.items():
         if view.trailing and name in readers:
             raise NotMatmulLowerable(f"{name} is viewed with trailing size-1 dims in the epilogue; give it the "
@@ -146,11 +146,11 @@ def _kind(spec: OpSpec, name: str) -> EpilogueKind:
     return kinds.pop() if len(kinds) == 1 else "tile"
 
 
-def _replace(expr: Expr, target: Node, by: Expr) -> Expr:
+def replace_node(expr: Expr, target: Node, by: Expr) -> Expr:
     """Return expr with every occurrence of target replaced."""
     if expr == target:
         return by
     if not isinstance(expr, Node):
         return expr
-    attrs = tuple((k, _replace(v, target, by) if isinstance(v, Node) else v) for k, v in expr.attrs)
-    return Node(expr.op, tuple(_replace(a, target, by) for a in expr.args), attrs)
+    attrs = tuple((k, replace_node(v, target, by) if isinstance(v, Node) else v) for k, v in expr.attrs)
+    return Node(expr.op, tuple(replace_node(a, target, by) for a in expr.args), attrs)

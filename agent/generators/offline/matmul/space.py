@@ -53,7 +53,9 @@ def default_product_config(facts: ProductFacts) -> LaunchConfig:
     """
     ladder = HALF_LADDER if facts.half else FLOAT_LADDER
     for bm, bn, bk, warps, stages in ladder:
-        config = LaunchConfig(schedule="tiled", block_m=bm, block_size=bn, block_k=bk, group_m=GROUP_M,
+        # A tile past a small matrix is cut to it, as the wrapper does at run time: the label says what runs.
+        config = LaunchConfig(schedule="tiled", block_m=min(bm, max(MIN_TILE, next_pow2(facts.m))),
+                              block_size=min(bn, max(MIN_TILE, next_pow2(facts.n))), block_k=bk, group_m=GROUP_M,
                               num_warps=warps, num_stages=stages)
         if tiles(config, facts) >= facts.multiprocessors:
             return config

@@ -1,0 +1,1 @@
+"""The offline convolution engine: conv2d as an implicit GEMM."""
