@@ -71,8 +71,8 @@ def test_definition_document_carries_computed_figures(tmp_path: Path) -> None:
         ("ReLU on a float32 tensor x", "shape"),
         ("relu on x [10, 10] int8", "int8"),
         ("x [3, 4] + y [5] fp32", "broadcast"),
-        # Softmax, prefix sums, losses and matrix products are written offline now: these two are still refused.
-        ("F.conv2d(x, w) x [1, 3, 8, 8] w [4, 3, 3, 3] fp32", "convolutions"),
+        # Softmax, prefix sums, losses, products and conv2d are written offline now: these two are still refused.
+        ("F.conv1d(x, w) x [1, 3, 8] w [4, 3, 3] fp32", "conv1d is not written offline yet"),
         ("torch.sum(x, dim=(0, 2)) x [3, 4, 5]", "not adjacent"),
         ("please make it fast", "shape"),
     ],
@@ -107,9 +107,9 @@ def test_help_texts_keep_every_word_and_no_space_before_a_full_stop(command: lis
 
 
 def test_a_rejection_is_printed_once_with_its_reason(tmp_path: Path) -> None:
-    run = _kernelgen(tmp_path, "run", "conv2d 3x3 stride 1 padding 1, x [8, 64, 56, 56] w [64, 64, 3, 3] fp16",
+    run = _kernelgen(tmp_path, "run", "conv1d stride 1 padding 1, x [8, 64, 56] w [64, 64, 3] fp16",
                      "--device", "cpu")
     assert run.returncode == 1
-    assert "input w: float16 [64, 64, 3, 3]" in run.stdout  # the reading names both tensors
-    assert run.stdout.count("convolutions are read but not generated offline yet") == 1, run.stdout
+    assert "input w: float16 [64, 64, 3]" in run.stdout  # the reading names both tensors
+    assert run.stdout.count("conv1d is not written offline yet") == 1, run.stdout
     assert "rejected: the generate line above says why" in run.stdout and "No kernel was written." in run.stdout

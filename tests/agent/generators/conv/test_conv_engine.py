@@ -67,7 +67,8 @@ def test_a_residual_epilogue_reads_the_output_through_its_strides(tmp_path: Path
 
 @pytest.mark.parametrize("text,reason", [
     ("F.conv2d(x, w, groups=2) x [1, 4, 8, 8] w [4, 2, 3, 3] fp32", "groups > 1"),
-    ("F.conv1d(x, w) x [1, 4, 8] w [4, 4, 3] fp32", "one conv2d per kernel"),
+    ("F.conv1d(x, w) x [1, 4, 8] w [4, 4, 3] fp32", "conv1d is not written offline yet"),
+    ("F.conv2d(F.conv2d(x, w), v) x [1, 4, 8, 8] w [4, 4, 3, 3] v [2, 4, 3, 3] fp32", "one conv2d per kernel"),
 ])
 def test_what_the_engine_cannot_write_is_refused_with_the_reason(text: str, reason: str) -> None:
     refusal = GENERATOR.refusal(read_spec(text))
