@@ -16,6 +16,7 @@ from agent.generators.offline.rows.expander import NotRowLowerable, RowGraph
 from agent.generators.offline.rows.generator import RowGenerator, launched_on
 from agent.generators.offline.rows.passes import looped_passes
 from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS
+from agent.ir.family import family_of
 from agent.roofline import COMPUTE_DRAM_PCT, COMPUTE_SM_PCT, LAUNCH_BOUND_MS, MIN_TILES_PER_SM, launched_tiles
 from agent.runtime.devices import REFERENCE_DEVICE, DeviceInfo
 from agent.spec import OpSpec
@@ -112,11 +113,16 @@ def tiled_launch(spec: OpSpec, shapes: dict[str, list[int]], config: LaunchConfi
     out_shape = spec.output_shape(shapes)
     elements = math.prod(out_shape)
     if config.schedule == "tiled":
-        # One program per BLOCK_M x BLOCK_N output tile of each matrix (the wrapper shrinks a tile past a small one).
-        m, n = (out_shape[-2], out_shape[-1]) if len(out_shape) >= 2 else (1, out_shape[-1])
+        # One program per BLOCK_M x BLOCK_N output tile of each matrix (the wrapper shrinks a tile past a small one);
+        # a convolution's matrix is pixels x output channels.
+        if spec.category != "custom" and family_of(spec.expr) == "conv":
+            m, n, batch = elements // out_shape[1], out_shape[1], 1
+        else:
+            m, n = (out_shape[-2], out_shape[-1]) if len(out_shape) >= 2 else (1, out_shape[-1])
+            batch = math.prod(out_shape[:-2])
         block_m = min(config.block_m, max(16, next_pow2(m)))
         block_n = min(config.block_size, max(16, next_pow2(n)))
-        return math.ceil(m / block_m) * math.ceil(n / block_n) * math.prod(out_shape[:-2]), block_m * block_n
+        return math.ceil(m / block_m) * math.ceil(n / block_n) * batch, block_m * block_n
     if config.schedule == "flash":
         # One program per BLOCK_M queries of each (batch, head).
         block_m = min(config.block_m, max(16, next_pow2(out_shape[-2])))

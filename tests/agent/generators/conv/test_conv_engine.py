@@ -94,3 +94,7 @@ def test_a_convolution_job_is_verified_offline(tmp_path: Path) -> None:
     assert "implicit GEMM" in source and "im2col" in source  # the docstring says no im2col buffer is written
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert "tiled" in json.dumps(report["rounds"][0])
+    definition = (tmp_path / "out" / "definition.md").read_text()
+    # 144 output pixels x 16 channels in 64 x 16 tiles: 3 programs, described as the implicit GEMM they are.
+    assert "An implicit GEMM: output pixels are the rows" in definition
+    assert "| x [1, 8, 12, 12], w [16, 8, 3, 3], b [16] | 3 |" in definition
