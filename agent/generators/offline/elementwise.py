@@ -7,15 +7,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
+from agent.generators.base import SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.broadcast import broadcast_runs, count_runs
 from agent.generators.offline.lowering import Lowered, NotLowerable, lower, unsupported
 from agent.generators.offline.render import (
     code_context,
-    environment,
     next_pow2,
     output_dtype,
     pretty,
+    render_files,
     sample_draw,
     signature,
     spec_flops,
@@ -57,13 +57,7 @@ class ElementwiseGenerator:
 
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
-        context = self.context(spec, config)
-        env = environment()
-        templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
-        if context["code"] is not None:
-            templates["baseline"] = "baseline_code.py.j2"  # the user's own code is the reference
-        files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
-        return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+        return render_files(spec, config, self.context(spec, config))
 
     def interpreter_max_elements(self, spec: OpSpec) -> int:
         """Return the largest case the Triton interpreter checks (elementwise kernels run vectorized there)."""

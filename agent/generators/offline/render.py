@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import functools
+import math
 import pprint
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from agent.ir.count import total_flops
 from agent.spec import OpSpec
+
+if TYPE_CHECKING:
+    from agent.generators.base import KernelFiles, LaunchConfig
 
 TEMPLATES = Path(__file__).parent / "templates"
 FLOATS = ("float32", "float16", "bfloat16")
@@ -27,6 +31,32 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+
+
+def render_files(spec: OpSpec, config: LaunchConfig, context: dict[str, Any], triton: str = "triton.py.j2"
+                 ) -> KernelFiles:
+    """Render the four files from an engine's context: its own kernel template, the shared other three.
+
+    A code spec's baseline embeds the person's own PyTorch: it is the reference.
+    """
+    from agent.generators.base import FILE_ROLES, KernelFiles
+
+    env = environment()
+    templates = {role: f"{role}.py.j2" for role in FILE_ROLES} | {"triton": triton}
+    if context["code"] is not None:
+        templates["baseline"] = "baseline_code.py.j2"
+    files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
+    return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+
+
+def small_case(spec: OpSpec, most: int, edges: list[dict[str, list[int]]] | None = None) -> dict[str, list[int]]:
+    """Pick the case the self-check runs: the first spec case if its output has at most `most` elements, else the
+    largest odd-shape case."""
+    first = spec.shape_cases()[0]
+    cases = spec.odd_shape_cases() if edges is None else edges
+    if math.prod(spec.output_shape(first)) <= most or not cases:
+        return first
+    return max(cases, key=lambda c: math.prod(spec.output_shape(c)))
 
 
 def pretty(value: object) -> str:

@@ -6,14 +6,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
+from agent.generators.base import SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.render import (
     code_context,
-    environment,
     output_dtype,
     pretty,
+    render_files,
     sample_draw,
     signature,
+    small_case,
     spec_flops,
     tuple_literal,
 )
@@ -58,14 +59,7 @@ class AttentionGenerator:
 
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
-        context = self.context(spec, config)
-        env = environment()
-        templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
-        templates["triton"] = "triton_attention.py.j2"
-        if context["code"] is not None:
-            templates["baseline"] = "baseline_code.py.j2"
-        files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
-        return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+        return render_files(spec, config, self.context(spec, config), "triton_attention.py.j2")
 
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: attention/causal, attention/masked or attention/full."""
@@ -91,7 +85,7 @@ class AttentionGenerator:
         names = [t.name for t in spec.inputs]
         first_dtype = spec.dtype_cases()[0][graph.q]
         tolerance = spec.tolerances[first_dtype]
-        smoke = _smoke_case(spec)
+        smoke = small_case(spec, _SMOKE_MAX_ELEMENTS)
         rank = len(spec.shape_cases()[0][graph.q])
         return {
             "op": spec.name,
@@ -141,11 +135,3 @@ def attention_facts(spec: OpSpec) -> AttentionFacts:
     itemsize = min(2 if case[graph.q] in ("float16", "bfloat16") else 4 for case in spec.dtype_cases())
     return AttentionFacts(n_queries=largest[graph.q][-2], head_d=largest[graph.q][-1],
                           head_dv=largest[graph.v][-1], itemsize=itemsize)
-
-
-def _smoke_case(spec: OpSpec) -> dict[str, list[int]]:
-    """Pick the first spec case if it is small, else the largest odd-shape case."""
-    first = spec.shape_cases()[0]
-    if math.prod(spec.output_shape(first)) <= _SMOKE_MAX_ELEMENTS:
-        return first
-    return max(spec.odd_shape_cases(), key=lambda c: math.prod(spec.output_shape(c)))

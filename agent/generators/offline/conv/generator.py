@@ -6,16 +6,17 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
+from agent.generators.base import SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.matmul.space import ProductFacts, default_product_config, product_space
 from agent.generators.offline.render import (
     FLOATS,
     code_context,
-    environment,
     output_dtype,
     pretty,
+    render_files,
     sample_draw,
     signature,
+    small_case,
     spec_flops,
     tuple_literal,
 )
@@ -63,14 +64,7 @@ class ConvGenerator:
 
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
-        context = self.context(spec, config)
-        env = environment()
-        templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
-        templates["triton"] = "triton_conv.py.j2"
-        if context["code"] is not None:
-            templates["baseline"] = "baseline_code.py.j2"
-        files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
-        return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+        return render_files(spec, config, self.context(spec, config), "triton_conv.py.j2")
 
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: conv/2d, with -epilogue when a chain follows the convolution."""
@@ -97,7 +91,7 @@ class ConvGenerator:
         names = [t.name for t in spec.inputs]
         tolerance = spec.tolerances[spec.dtype_cases()[0][graph.x]]
         edges = edge_cases(spec, graph)
-        smoke = spec.shape_cases()[0] if math.prod(spec.output_shape(spec.shape_cases()[0])) <= 1 << 14 else edges[-1]
+        smoke = small_case(spec, INTERPRETER_MAX_ELEMENTS, edges)
         return {
             "op": spec.name,
             "output": spec.output,

@@ -6,15 +6,16 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
+from agent.generators.base import SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.render import (
     FLOATS,
     code_context,
-    environment,
     output_dtype,
     pretty,
+    render_files,
     sample_draw,
     signature,
+    small_case,
     spec_flops,
     tuple_literal,
 )
@@ -64,14 +65,7 @@ class MatmulGenerator:
 
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
-        context = self.context(spec, config)
-        env = environment()
-        templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
-        templates["triton"] = "triton_matmul.py.j2"
-        if context["code"] is not None:
-            templates["baseline"] = "baseline_code.py.j2"
-        files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
-        return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+        return render_files(spec, config, self.context(spec, config), "triton_matmul.py.j2")
 
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: matmul/<op>, with -epilogue when a chain follows the product."""
@@ -99,7 +93,7 @@ class MatmulGenerator:
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
         positive = sorted(positive_inputs(spec.expr) & set(names))
-        smoke = _smoke_case(spec)
+        smoke = small_case(spec, _SMOKE_MAX_ELEMENTS)
         a_rank = len(spec.shape_cases()[0][graph.a.name])
         return {
             "op": spec.name,
@@ -167,11 +161,3 @@ def product_facts(spec: OpSpec, device: DeviceInfo | None = None) -> ProductFact
                    for case in spec.dtype_cases() for side in (graph.a.name, graph.b.name))
     return ProductFacts(m=m, n=n, k=k, batch=batch, itemsize=itemsize,
                         multiprocessors=(device.multiprocessors if device else 0) or REFERENCE_MULTIPROCESSORS)
-
-
-def _smoke_case(spec: OpSpec) -> dict[str, list[int]]:
-    """Pick the first spec case if it is small, else the largest odd-shape case."""
-    first = spec.shape_cases()[0]
-    if math.prod(spec.output_shape(first)) <= _SMOKE_MAX_ELEMENTS:
-        return first
-    return max(spec.odd_shape_cases(), key=lambda c: math.prod(spec.output_shape(c)))

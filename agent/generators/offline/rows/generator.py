@@ -6,15 +6,16 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agent.generators.base import FILE_ROLES, SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
+from agent.generators.base import SCHEDULE_NOTES, KernelFiles, LaunchConfig, Schedule
 from agent.generators.offline.render import (
     FLOATS,
     code_context,
-    environment,
     output_dtype,
     pretty,
+    render_files,
     sample_draw,
     signature,
+    small_case,
     spec_flops,
     tuple_literal,
 )
@@ -111,14 +112,7 @@ class RowGenerator:
 
     def generate(self, spec: OpSpec, config: LaunchConfig) -> KernelFiles:
         """Write the four files for a spec at a launch configuration."""
-        context = self.context(spec, config)
-        env = environment()
-        templates = {role: f"{role}.py.j2" for role in FILE_ROLES}
-        templates["triton"] = "triton_rows.py.j2"
-        if context["code"] is not None:
-            templates["baseline"] = "baseline_code.py.j2"
-        files = {f"{spec.name}_{role}.py": env.get_template(templates[role]).render(**context) for role in FILE_ROLES}
-        return KernelFiles(op=spec.name, files=files, config=config, holds_user_code=context["code"] is not None)
+        return render_files(spec, config, self.context(spec, config), "triton_rows.py.j2")
 
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: rows/<layout>-<output> (rows/last-dropped is a row sum, say)."""
@@ -196,7 +190,7 @@ class RowGenerator:
         beyond = [c for c in edges if config.schedule == "whole_row" and row_length(graph, c) > MAX_TILE_ELEMENTS]
         edges = [c for c in edges if c not in beyond]
         main = graph.tile_inputs[0]
-        smoke = _smoke_case(spec, edges)
+        smoke = small_case(spec, _SMOKE_MAX_ELEMENTS, edges)
         return {
             "op": spec.name,
             "output": spec.output,
@@ -306,11 +300,3 @@ def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None,
         multiprocessors=(device.multiprocessors if device else 0) or REFERENCE_MULTIPROCESSORS,
         ascend=bool(device and device.kind == "npu"), passes=looped_passes(graph.root, graph.total), n_inner=n_inner,
     )
-
-
-def _smoke_case(spec: OpSpec, edges: list[dict[str, list[int]]]) -> dict[str, list[int]]:
-    """Pick the first spec case if it is small, else the largest odd-shape case."""
-    first = spec.shape_cases()[0]
-    if math.prod(spec.output_shape(first)) <= _SMOKE_MAX_ELEMENTS or not edges:
-        return first
-    return max(edges, key=lambda c: math.prod(spec.output_shape(c)))
