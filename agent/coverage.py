@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from agent.analysis import Analysis
 from agent.ir.edges import CPU_MAX_ELEMENTS
 from agent.runtime.devices import DeviceInfo
+from agent.spec import OpSpec
 
 
 class Coverage(BaseModel):
@@ -29,6 +30,19 @@ class Coverage(BaseModel):
         ran = f"{len(self.ran)} spec shape(s) and " if self.ran else ""
         return (f"checked on reduced shapes only: {ran}{self.edge_cases} odd-shape cases ran; not run: {missing} "
                 f"({reasons})")
+
+
+ReferenceSource = Literal["the spec's reading", "your code", "model-written"]
+MODEL_REFERENCE_NOTE = ("checked against a model-written reference only (the spec was read in words, with no formula "
+                        "the service can render as PyTorch): read the baseline before trusting the verdict, or restate "
+                        "the spec as a formula or PyTorch code")
+
+
+def reference_of(spec: OpSpec) -> ReferenceSource:
+    """Say what the verdict's reference is: the reading rendered as PyTorch, the person's own code, or the model's."""
+    if spec.category == "custom":
+        return "model-written"
+    return "your code" if spec.reading is not None and spec.reading.code is not None else "the spec's reading"
 
 
 def checked_result(accuracy: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 # Sourced by the GPU scripts: put the carried wheels (.whl/) on PYTHONPATH and print the machine.
 # Usage: . scripts/_device_env.sh OUT_DIR
 if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl .whl/fallback/*.whl \
+  python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site $(ls .whl/*.whl .whl/fallback/*.whl 2>/dev/null) \
     && export PYTHONPATH=/tmp/site:$PWD || exit 1
 else
   export PYTHONPATH=$PWD

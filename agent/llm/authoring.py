@@ -21,15 +21,15 @@ from agent.spec import OpSpec
 _GIVEN = {"baseline": ("triton",), "accuracy": ("triton", "baseline"), "performance": ("triton", "baseline")}
 
 
-def prompt_context(spec: OpSpec, device: DeviceInfo, **extra: Any) -> dict[str, Any]:
-    """Return what every prompt template may use."""
+def prompt_context(spec: OpSpec, device: DeviceInfo, definition: str = "", **extra: Any) -> dict[str, Any]:
+    """Return what every prompt template may use (`definition`: the job's whole definition document)."""
     inputs = [t.name for t in spec.inputs]
     signature = ", ".join([*inputs, *(f"{p.name}={p.value!r}" for p in spec.params)])
     out_shapes = ", ".join(dict.fromkeys(str(spec.output_shape(c)) for c in spec.shape_cases()))
     return {
         "op": spec.name, "spec": spec, "device": device, "signature": signature, "out_shapes": out_shapes,
         "edge_cases": json.dumps(spec.edge_cases), "spec_cases": json.dumps(spec.shape_cases()),
-        "dtype_cases": json.dumps(spec.dtype_cases()), **extra,
+        "dtype_cases": json.dumps(spec.dtype_cases()), "definition": definition.strip(), **extra,
     }
 
 
@@ -68,10 +68,10 @@ def write_definition(client: LlmClient, spec: OpSpec, device: DeviceInfo, figure
                     DefinitionReply)
 
 
-def write_files(client: LlmClient, spec: OpSpec, device: DeviceInfo, analysis: str, hints: list[str]) -> KernelFiles:
+def write_files(client: LlmClient, spec: OpSpec, device: DeviceInfo, definition: str, hints: list[str]) -> KernelFiles:
     """Write the four files, the kernel first, then the baseline and the two tests that use it."""
     name = f"{spec.name}_triton.py"
-    context = prompt_context(spec, device, analysis=analysis, hints=hints)
+    context = prompt_context(spec, device, definition, hints=hints)
     files = ask_files(client, "triton", render_prompt("triton", **context), [name],
                       check=lambda answer: check_role("triton", answer, spec.name))
     files = regenerate(client, spec, device, files, ("baseline", "accuracy", "performance"))
@@ -94,11 +94,11 @@ def regenerate(
 
 def repair(
     client: LlmClient, spec: OpSpec, device: DeviceInfo, failed: KernelFiles, failure: Failure, *,
-    failed_index: int, attempt: int, max_attempts: int, earlier: list[str],
+    failed_index: int, attempt: int, max_attempts: int, earlier: list[str], definition: str = "",
 ) -> dict[str, str]:
     """Ask for the files that fix a failed version; returns only the files the model changed."""
     names = [failed.name_of(r) for r in ROLES]
-    context = prompt_context(spec, device, failure=failure, given=failed.files, failed_index=failed_index,
+    context = prompt_context(spec, device, definition, failure=failure, given=failed.files, failed_index=failed_index,
                              attempt=attempt, max_attempts=max_attempts, earlier=earlier)
     return ask_files(client, "repair", render_prompt("repair", **context), names, required=[],
                      check=lambda answer: _changed_problem(answer, failed.files, spec.name))
@@ -106,10 +106,10 @@ def repair(
 
 def propose(
     client: LlmClient, spec: OpSpec, device: DeviceInfo, best: KernelFiles, *, best_index: int, speedup: float,
-    figures: dict[str, Any], rule_diagnosis: str, hints: list[str], tried: list[str],
+    figures: dict[str, Any], rule_diagnosis: str, hints: list[str], tried: list[str], definition: str = "",
 ) -> DiagnosisReply:
     """Ask for the bottleneck and the next change of the best version."""
-    context = prompt_context(spec, device, given={best.name_of("triton"): best.source("triton")},
+    context = prompt_context(spec, device, definition, given={best.name_of("triton"): best.source("triton")},
                              best_index=best_index, speedup=f"{speedup:.3f}", figures=figures,
                              rule_diagnosis=rule_diagnosis, hints=hints, tried=tried)
     return ask_json(client, "diagnosis", render_prompt("diagnosis", **context), DiagnosisReply)
@@ -117,10 +117,11 @@ def propose(
 
 def edit(
     client: LlmClient, spec: OpSpec, device: DeviceInfo, best: KernelFiles, proposal: DiagnosisReply,
+    definition: str = "",
 ) -> dict[str, str]:
     """Ask for the files that carry out a proposed change; returns only the files the model changed."""
     names = [best.name_of(r) for r in ROLES]
-    context = prompt_context(spec, device, proposal=proposal, given=best.files)
+    context = prompt_context(spec, device, definition, proposal=proposal, given=best.files)
     return ask_files(client, "edit", render_prompt("edit", **context), names, required=[],
                      check=lambda answer: _changed_problem(answer, best.files, spec.name))
 

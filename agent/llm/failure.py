@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel
@@ -45,16 +46,33 @@ def describe_failure(record: RoundRecord) -> Failure:
         summary = str(result.get("message") or f"the accuracy test {status} without writing its result")
         return Failure(stage=f"accuracy test {status}", summary=summary, log=log)
     check = result.get("cross_check", {})
-    own_cases = [c for c in result.get("cases", []) if isinstance(c, dict) and c.get("status") != "pass"]
-    check_cases = [c for c in check.get("cases", []) if isinstance(c, dict) and c.get("status") != "pass"]
+    own_cases, check_cases = (_distinct_first([c for c in source.get("cases", []) if isinstance(c, dict)
+                                               and c.get("status") != "pass"]) for source in (result, check))
     # Both sources get room: the independent check may say what the model's own test cannot.
     half = MAX_CASES // 2 if own_cases and check_cases else MAX_CASES
     cases = own_cases[:half] + check_cases[:MAX_CASES - min(half, len(own_cases))]
     failing = [FailingCase(**{k: v for k, v in c.items() if k in FailingCase.model_fields}) for c in cases]
-    own = f"{result.get('cases_failed', '?')}/{result.get('cases_run', '?')} cases of the accuracy test failed"
+    parts = []
+    if result.get("status") != "pass":
+        parts.append(f"{result.get('cases_failed', '?')}/{result.get('cases_run', '?')} cases of the accuracy test "
+                     "failed")
     if check and check.get("status") != "pass":
-        own += (f"; the independent check failed {check.get('cases_failed', '?')}/{check.get('cases_run', '?')} "
-                f"cases{': ' + str(check['message']) if check.get('message') else ''}")
-    elif result.get("status") == "pass":
-        own = str(check.get("message", "the independent check failed"))
-    return Failure(stage="failed accuracy", summary=own, cases=failing, log=log)
+        parts.append(f"the independent check failed {check.get('cases_failed', '?')}/{check.get('cases_run', '?')} "
+                     f"cases{': ' + str(check['message']) if check.get('message') else ''}")
+    audit = result.get("audit")
+    if isinstance(audit, dict) and audit.get("status") == "fail":
+        parts.append(str(audit.get("message", "")))
+    summary = "; ".join(parts) or "the accuracy test failed"
+    return Failure(stage="failed accuracy", summary=summary, cases=failing, log=log)
+
+
+def _distinct_first(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Order failing cases so each distinct shape shows once before any repeats (seeds and dtypes of one shape)."""
+    seen: set[str] = set()
+    first: list[dict[str, Any]] = []
+    repeats: list[dict[str, Any]] = []
+    for case in cases:
+        key = json.dumps(case.get("shapes"), sort_keys=True, default=str)
+        (repeats if key in seen else first).append(case)
+        seen.add(key)
+    return first + repeats

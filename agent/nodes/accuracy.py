@@ -1,4 +1,5 @@
-"""Stage 4a: static checks, then the accuracy test in the sandbox (and, for model-written files, our own check)."""
+"""Stage 4a: static checks, then the accuracy test in the sandbox; for model-written files our own check, and an
+audit of the model's test (the spec's cases, a deliberately wrong kernel)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from agent.context import JobContext
 from agent.llm.contract import check_files
+from agent.runtime.accuracy_audit import missing_cases, passes_a_wrong_kernel
 from agent.runtime.cross_check import cross_check
 from agent.runtime.results import clean_accuracy, failure_cause
 from agent.runtime.sandbox import run_file
@@ -58,6 +60,15 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         summary += f"; independent check {checked}/{check.result.get('cases_run', 0)} cases pass"
         if check.status != "pass" and status == "pass":
             status = "fail"
+        if run.status == "pass":  # a test that passed must have run the spec's cases, and must be able to fail
+            problems = [p for p in (
+                missing_cases(result, state["spec"], state["device"].kind),
+                passes_a_wrong_kernel(files, folder / f"round-{pending.index}-audit", device=state["device"].kind,
+                                      timeout_s=ctx.accuracy_timeout_s)) if p]
+            if problems:
+                result["audit"] = {"status": "fail", "message": "; ".join(problems)}
+                summary += f"; the accuracy test itself fails the contract: {problems[0][:200]}"
+                status = "fail"
     skipped = result.get("skipped", [])
     reasons = "; ".join(dict.fromkeys(str(s.get("reason", "")) for s in skipped if isinstance(s, dict)))
     note = f", {len(skipped)} skipped ({reasons or 'no reason given'})" if skipped else ""

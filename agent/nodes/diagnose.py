@@ -66,7 +66,8 @@ def _ask_model(state: JobState, ctx: JobContext, placement: Placement, counters:
     try:
         reply = propose(ctx.llm, spec, state["device"], state["best_files"], best_index=best.index,
                         speedup=best.speedup or 0.0, figures=figures, rule_diagnosis=rule,
-                        hints=hints_of(state.get("patterns", [])), tried=tried)
+                        hints=hints_of(state.get("patterns", [])), tried=tried,
+                        definition=state.get("definition", ""))
     except LlmError as exc:
         message = f"the LLM could not diagnose v{best.index}: {exc}; best is v{best.index} at x{best.speedup:.3f}"
         ctx.report("diagnose", message)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from agent.context import JobContext
-from agent.coverage import Coverage, checked_result, coverage_of
+from agent.coverage import MODEL_REFERENCE_NOTE, Coverage, checked_result, coverage_of, reference_of
 from agent.output import write_artifact
 from agent.state import JobState
 from agent.targets import standing, target_text
@@ -23,8 +24,16 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         status = "verified" if state.get("best_round") is not None else "failed"
     if "spec" not in state or "out_dir" not in state:
         status = "failed" if status == "failed" else "rejected"
+        updates: dict[str, Any] = {}
+        if status == "failed":  # the spec could not be read (the model or its endpoint failed): say why, on disk too
+            request = state["request"]
+            out_dir = request.out_dir or str(Path(request.out_root) / f"job-{job_id}")
+            report = {"status": status, "message": state.get("message", ""), "spec_text": request.spec_text,
+                      "generator": state.get("generator", "offline"), "llm": _llm_report(ctx, job_id)}
+            write_artifact(ctx.engine, job_id, out_dir, "report.json", json.dumps(report, indent=1, default=str))
+            updates["out_dir"] = out_dir
         ctx.report("finalize", f"{status}: no kernel was written")
-        crud.update_job(ctx.engine, job_id, status=status, message=state.get("message", ""))
+        crud.update_job(ctx.engine, job_id, status=status, message=state.get("message", ""), **updates)
         return {"status": status}
     if status == "rejected":  # read, but refused at generation: the reading and the reason stay with the job
         report = _report(state, status) | {"generator": state.get("generator", "offline"), "llm": None}
@@ -37,11 +46,15 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     message = state.get("message", "")
     if status == "verified" and coverage is not None and coverage.shapes == "reduced":
         message = f"{message}; {coverage.line()}" if message else coverage.line()
+    reference = reference_of(state["spec"])
+    if status == "verified" and reference == "model-written":
+        message = f"{message}; {MODEL_REFERENCE_NOTE}" if message else MODEL_REFERENCE_NOTE
     best_files = state.get("best_files")
     if best_files is not None:
         for name, source in best_files.files.items():
             write_artifact(ctx.engine, job_id, out_dir, name, source)
-    report = _report(state, status) | {"generator": state.get("generator", "offline"), "message": message,
+    generator = written_by(state)
+    report = _report(state, status) | {"generator": generator, "message": message, "reference": reference,
                                        "coverage": coverage.model_dump() if coverage else None,
                                        "llm": _llm_report(ctx, job_id)}
     write_artifact(ctx.engine, job_id, out_dir, "report.json", json.dumps(report, indent=1, default=str))
@@ -49,9 +62,20 @@ def finalize(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     ctx.report("finalize", f"{status}: {out_dir}")  # before the final status: a reader that sees it has every event
     crud.update_job(
         ctx.engine, job_id, status=status, message=message, best_round=state.get("best_round"),
-        device=device.name if device else None, coverage=coverage.shapes if coverage else None,
+        device=device.name if device else None, coverage=coverage.shapes if coverage else None, generator=generator,
     )
     return {"status": status, "message": message} | ({"coverage": coverage.model_dump()} if coverage else {})
+
+
+def written_by(state: JobState) -> str:
+    """Name who wrote the files the job keeps: the model, or the offline generator even when a model read the spec."""
+    rounds, best = state.get("rounds", []), state.get("best_round")
+    configured = state.get("generator", "offline")
+    if best is not None and best < len(rounds):
+        return configured if rounds[best].origin == "llm" else "offline"
+    if rounds:  # nothing kept: whoever wrote the versions that failed
+        return configured if any(r.origin == "llm" for r in rounds) else "offline"
+    return configured
 
 
 def best_coverage(state: JobState) -> Coverage | None:

@@ -53,9 +53,8 @@ def generate(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
 def _from_llm(state: JobState, ctx: JobContext) -> dict[str, Any]:
     assert ctx.llm is not None
     spec = state["spec"]
-    analysis = state["definition"].split("## 3.")[-1][:4000]  # the strategy section of definition.md
     try:
-        files = write_files(ctx.llm, spec, state["device"], analysis, hints_of(state.get("patterns", [])))
+        files = write_files(ctx.llm, spec, state["device"], state["definition"], hints_of(state.get("patterns", [])))
     except LlmError as exc:
         message = f"the LLM could not write the kernel files: {exc}"
         ctx.report("generate", message)

@@ -22,7 +22,7 @@ def llm_edit(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     best_record, best = rounds[state["best_round"]], state["best_files"]
     key = f"llm: {proposal.change[:80]}"
     try:
-        changed = ask_edit(ctx.llm, spec, state["device"], best, proposal)
+        changed = ask_edit(ctx.llm, spec, state["device"], best, proposal, definition=state.get("definition", ""))
         change = apply_changes(ctx.llm, spec, state["device"], best, changed)
     except LlmError as exc:
         message = f"the LLM could not carry out the change ({proposal.change[:120]}): {exc}"

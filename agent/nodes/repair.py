@@ -25,7 +25,8 @@ def repair(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     ctx.report("repair", f"attempt {attempt}/{limit} on v{failed_record.index}: {failure.summary[:200]}")
     try:
         changed = ask_repair(ctx.llm, spec, state["device"], failed, failure, failed_index=failed_record.index,
-                             attempt=attempt, max_attempts=limit, earlier=earlier)
+                             attempt=attempt, max_attempts=limit, earlier=earlier,
+                             definition=state.get("definition", ""))
         change = apply_changes(ctx.llm, spec, state["device"], failed, changed)
     except LlmError as exc:
         message = f"the LLM could not repair v{failed_record.index}: {exc}"

@@ -6,15 +6,24 @@ Copied next to the four files (with harness_common.py) and run in the sandbox:
 
 Inputs are fresh standard-normal tensors made here (not by the generated files), for every spec and edge
 shape, every dtype and several seeds. Outputs the kernel allocates are filled with NaN first, so an
-unwritten element fails. The reference runs in float64 (on a CUDA GPU with room, else the CPU); a case passes when
-|out - ref| <= atol + rtol * |ref| everywhere and the shape and dtype match eager PyTorch.
+unwritten element fails. The entry point runs under a launch guard: a result torch computed outside a Triton
+launch (or with no launch at all) fails. The reference runs in float64 (on a CUDA GPU with room, else the CPU); a
+case passes when |out - ref| <= atol + rtol * |ref| everywhere and the shape and dtype match eager PyTorch.
 """
 
 import importlib
 import math
 import sys
 
-from harness_common import float64_reference, import_entries, main_with_plan, poisoned_allocations, random_inputs
+from harness_common import (
+    float64_reference,
+    import_entries,
+    launch_guard,
+    launch_refusal,
+    main_with_plan,
+    poisoned_allocations,
+    random_inputs,
+)
 
 
 def main() -> int:
@@ -65,10 +74,13 @@ def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolera
           spec_ref=None, indices=None) -> dict:
     """Run one case and compare it with the reference (the spec's own when given, which the file's must match)."""
     inputs = random_inputs(torch, names, shapes, dtypes, seed, device, indices)
-    with poisoned_allocations(torch):
+    with poisoned_allocations(torch), launch_guard(torch) as launches:
         out = entry(*inputs, **params)
     if device != "cpu":
         getattr(torch, device).synchronize()
+    refusal = launch_refusal(launches)
+    if refusal is not None:
+        return {"status": "fail", "message": refusal}
     eager = ref(*inputs, **params)
     expected = float64_reference(ref, inputs, params)
     if tuple(out.shape) != tuple(eager.shape) or out.dtype != eager.dtype:

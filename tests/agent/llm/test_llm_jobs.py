@@ -5,19 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from agent.runner import run_job
-from agent.state import JobRequest, JobState
-from kernelgen.settings import Settings
 from storage import crud
 from storage.db import make_engine
 from tests.agent.llm.answers import SPEC_TEXT, definition_json, fenced, first_version, source, spec_json
-from tests.scripted_llm import MODEL, Reply, ScriptedLLM, scripted_llm
+from tests.agent.llm.jobs import llm_settings, run_llm_job, script_start
+from tests.scripted_llm import MODEL, Reply, ScriptedLLM
 
 CHECK = """
 import sys, torch
@@ -30,36 +24,9 @@ print("ok")
 """
 
 
-@pytest.fixture
-def llm() -> Iterator[ScriptedLLM]:
-    with scripted_llm() as server:
-        yield server
-
-
-def _settings(tmp_path: Path, llm_url: str, **extra: Any) -> Settings:
-    return Settings(  # type: ignore[call-arg]
-        _env_file=None, database_url=f"sqlite:///{tmp_path / 'kg.db'}", work_dir=tmp_path / "work",
-        # The row engine is off: prefix sum stands for an op the offline generator does not write.
-        **({"llm_base_url": llm_url, "llm_model": MODEL, "llm_max_retries": 0, "llm_timeout_s": 60,
-            "offline_engines": ["elementwise"]} | extra),
-    )
-
-
-def _run(tmp_path: Path, settings: Settings, text: str = SPEC_TEXT) -> JobState:
-    request = JobRequest(spec_text=text, out_dir=str(tmp_path / "out"), device="cpu", llm="openai")
-    return run_job(request, settings, lambda stage, message: None)
-
-
-def _script_start(llm: ScriptedLLM, triton: str = "triton") -> None:
-    llm.script("requirements", spec_json())
-    llm.script("definition", definition_json())
-    for stage, answer in first_version(triton):
-        llm.script(stage, answer)
-
-
 def test_an_op_the_offline_generator_does_not_know_becomes_a_verified_kernel(tmp_path: Path, llm: ScriptedLLM) -> None:
-    _script_start(llm)
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    script_start(llm)
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     assert final["status"] == "verified", final.get("message")
     assert llm.stages() == ["requirements", "definition", "triton", "baseline", "accuracy", "performance"]
     out = tmp_path / "out"
@@ -79,6 +46,7 @@ def test_an_op_the_offline_generator_does_not_know_becomes_a_verified_kernel(tmp
     assert len(edges) >= 3 and cross["cases_run"] == (2 + len(edges)) * 2 * 3  # our odd shapes, 2 dtypes, 3 seeds
     definition = (out / "definition.md").read_text()
     assert "tl.cumsum within a tile" in definition and "32,000" in definition  # the model's plan, our byte count
+    assert definition.strip() in llm.seen("triton")[0].user_text  # the whole document, not a cut of it
     # Accounting: every call in the database and in report.json, with tokens and latency.
     report = json.loads((out / "report.json").read_text())
     assert report["generator"] == f"openai:{MODEL}"
@@ -91,10 +59,10 @@ def test_an_op_the_offline_generator_does_not_know_becomes_a_verified_kernel(tmp
 
 
 def test_a_masking_bug_is_repaired_from_the_failure_the_prompt_carries(tmp_path: Path, llm: ScriptedLLM) -> None:
-    _script_start(llm, triton="triton_masking_bug")
+    script_start(llm, triton="triton_masking_bug")
     llm.script("repair", fenced(("prefix_sum_triton.py", source("triton")),
                                 prose="The mask drops the last column; it must be cols < n_cols."))
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     assert final["status"] == "verified", final.get("message")
     v0, v1 = final["rounds"]
     assert v0.accuracy_status == "fail" and not v0.accepted
@@ -109,10 +77,10 @@ def test_a_masking_bug_is_repaired_from_the_failure_the_prompt_carries(tmp_path:
 
 
 def test_repairs_are_bounded_and_each_attempt_is_a_round(tmp_path: Path, llm: ScriptedLLM) -> None:
-    _script_start(llm, triton="triton_masking_bug")
+    script_start(llm, triton="triton_masking_bug")
     still_wrong = fenced(("prefix_sum_triton.py", source("triton_masking_bug").replace("n_cols - 1", "n_cols - 2")))
     llm.script("repair", still_wrong, still_wrong.replace("n_cols - 2", "n_cols - 3"))
-    final = _run(tmp_path, _settings(tmp_path, llm.url, llm_max_repairs=2))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url, llm_max_repairs=2))
     assert final["status"] == "failed"
     assert [r.repair_of for r in final["rounds"]] == [None, 0, 1]
     assert "after 2 repair attempts" in final["message"]
@@ -123,14 +91,14 @@ def test_repairs_are_bounded_and_each_attempt_is_a_round(tmp_path: Path, llm: Sc
 def test_a_signature_change_is_an_interface_edit_and_all_four_files_are_rewritten(
     tmp_path: Path, llm: ScriptedLLM,
 ) -> None:
-    _script_start(llm, triton="triton_masking_bug")
+    script_start(llm, triton="triton_masking_bug")
     llm.script("repair", fenced(("prefix_sum_triton.py", source("triton_dim"))))
     accuracy_dim = source("accuracy").replace("out = prefix_sum(x)", "out = prefix_sum(x, dim=-1)")
     performance_dim = source("performance").replace('PARAMS = {}', 'PARAMS = {"dim": -1}')
     llm.script("baseline", fenced(("prefix_sum_baseline.py", source("baseline_dim"))))
     llm.script("accuracy", fenced(("prefix_sum_accuracy.py", accuracy_dim)))
     llm.script("performance", fenced(("prefix_sum_performance.py", performance_dim)))
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     assert final["status"] == "verified", final.get("message")
     v1 = final["rounds"][1]
     assert v1.edit_type == "interface" and v1.accepted
@@ -150,7 +118,7 @@ def test_malformed_json_gets_a_reask_that_says_what_was_wrong(tmp_path: Path, ll
     llm.script("definition", definition_json())
     for stage, answer in first_version():
         llm.script(stage, answer)
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     assert final["status"] == "verified", final.get("message")
     first, second = llm.seen("requirements")
     assert first.response_format == "json_schema"
@@ -162,8 +130,8 @@ def test_malformed_json_gets_a_reask_that_says_what_was_wrong(tmp_path: Path, ll
 
 def test_an_endpoint_without_json_schema_gets_json_mode(tmp_path: Path, llm: ScriptedLLM) -> None:
     llm.refuse_formats = {"json_schema"}
-    _script_start(llm)
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    script_start(llm)
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     assert final["status"] == "verified", final.get("message")
     formats = [r.response_format for r in llm.requests if r.stage in ("requirements", "definition")]
     assert formats == ["json_schema", "json_object", "json_object"]  # refused once, then remembered
@@ -172,14 +140,17 @@ def test_an_endpoint_without_json_schema_gets_json_mode(tmp_path: Path, llm: Scr
 
 
 def test_an_endpoint_that_is_down_ends_the_job_with_a_clear_error(tmp_path: Path) -> None:
-    settings = _settings(tmp_path, "http://127.0.0.1:9/v1")  # the discard port: nothing listens
-    final = _run(tmp_path, settings)
+    settings = llm_settings(tmp_path, "http://127.0.0.1:9/v1")  # the discard port: nothing listens
+    final = run_llm_job(tmp_path, settings)
     assert final["status"] == "failed"
     assert "could not be reached" in final["message"] and "127.0.0.1:9" in final["message"]
     engine = make_engine(settings.database_url)
     job = crud.get_job(engine, final["job_id"])
     assert job is not None and job.status == "failed" and "could not be reached" in job.message
     assert job.spec_text == SPEC_TEXT  # the request is kept to run again
+    report = json.loads((tmp_path / "out" / "report.json").read_text())  # on disk too, though nothing was read
+    assert report["status"] == "failed" and "could not be reached" in report["message"]
+    assert report["spec_text"] == SPEC_TEXT and [c["status"] for c in report["llm"]["calls"]] == ["error"]
     assert [c.status for c in crud.list_llm_calls(engine, final["job_id"])] == ["error"]
 
 
@@ -187,7 +158,7 @@ def test_an_endpoint_that_times_out_ends_the_job_and_keeps_what_was_done(tmp_pat
     llm.script("requirements", spec_json())
     llm.script("definition", definition_json())
     llm.script("triton", Reply(content="late", delay_s=5))
-    final = _run(tmp_path, _settings(tmp_path, llm.url, llm_timeout_s=1))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url, llm_timeout_s=1))
     assert final["status"] == "failed"
     assert "did not answer the triton request within 1 s" in final["message"]
     out = tmp_path / "out"
@@ -208,19 +179,23 @@ def test_a_model_test_that_always_passes_cannot_pass_a_wrong_kernel(tmp_path: Pa
     llm.script("baseline", fenced(("prefix_sum_baseline.py", source("baseline"))))
     llm.script("accuracy", fenced(("prefix_sum_accuracy.py", lenient)))
     llm.script("performance", fenced(("prefix_sum_performance.py", source("performance"))))
-    llm.script("repair", fenced(("prefix_sum_triton.py", source("triton"))))
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    llm.script("repair", fenced(("prefix_sum_triton.py", source("triton")),
+                                ("prefix_sum_accuracy.py", source("accuracy"))))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     v0 = final["rounds"][0]
     assert v0.accuracy["status"] == "pass"  # the model's own test said so
     cross = v0.accuracy["cross_check"]
     assert v0.accuracy_status == "fail" and cross["cases_failed"] == cross["cases_run"] >= 30
     failed = f"the independent check failed {cross['cases_run']}/{cross['cases_run']} cases"
     assert failed in llm.seen("repair")[0].user_text
+    # The test itself is caught too: it passes a deliberately wrong kernel, and the repair hears it.
+    assert "passed a deliberately wrong kernel" in v0.accuracy["audit"]["message"]
+    assert "passed a deliberately wrong kernel" in llm.seen("repair")[0].user_text
     assert final["status"] == "verified" and final["best_round"] == 1
 
 
 def test_an_interface_edit_may_not_change_what_the_reference_computes(tmp_path: Path, llm: ScriptedLLM) -> None:
-    _script_start(llm, triton="triton_masking_bug")
+    script_start(llm, triton="triton_masking_bug")
     llm.script("repair", fenced(("prefix_sum_triton.py", source("triton_dim"))),
                fenced(*[(f"prefix_sum_{r}.py", source(r)) for r in ("triton", "baseline", "accuracy", "performance")]))
     exclusive = source("baseline_dim").replace("return torch.cumsum(x, dim=dim)",
@@ -228,7 +203,7 @@ def test_an_interface_edit_may_not_change_what_the_reference_computes(tmp_path: 
     llm.script("baseline", fenced(("prefix_sum_baseline.py", exclusive)))
     llm.script("accuracy", fenced(("prefix_sum_accuracy.py", source("accuracy"))))
     llm.script("performance", fenced(("prefix_sum_performance.py", source("performance"))))
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     v1 = final["rounds"][1]
     assert v1.edit_type == "interface" and v1.accuracy_status == "fail"
     assert "the rewritten reference disagrees with the previous one" in json.dumps(v1.accuracy["cross_check"])
@@ -243,11 +218,11 @@ def test_a_malformed_result_from_the_model_test_is_a_failure_not_a_crash(tmp_pat
         '''    result = {"status": "fail", "cases_run": "many",
               "cases": ["oops", {"status": None, "message": None}]}''')
     assert garbage != source("accuracy")
-    _script_start(llm)
+    script_start(llm)
     llm.replies["accuracy"] = []
     llm.script("accuracy", fenced(("prefix_sum_accuracy.py", garbage)))
     llm.script("repair", fenced(("prefix_sum_accuracy.py", source("accuracy"))))
-    final = _run(tmp_path, _settings(tmp_path, llm.url))
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
     v0, v1 = final["rounds"]
     assert v0.accuracy_status == "fail" and v0.accuracy["cases_run"] == 1 and v0.accuracy["max_abs_err"] is None
     assert v1.edit_type == "logic" and v1.accepted and final["status"] == "verified"

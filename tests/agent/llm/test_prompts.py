@@ -19,7 +19,7 @@ def _context(stage: str) -> dict[str, object]:
     extra: dict[str, object] = {
         "requirements": {"request_text": "cumsum of x [8, 1000]", "offline_note": "not elementwise"},
         "definition": {"figures": "64,000 bytes"},
-        "triton": {"analysis": "one program per row", "hints": ["`parameter search (flat)` helped 2 of 3 times"]},
+        "triton": {"hints": ["`parameter search (flat)` helped 2 of 3 times"]},
         "baseline": {"given": FILES}, "accuracy": {"given": FILES}, "performance": {"given": FILES},
         "repair": {"given": FILES, "failure": Failure(stage="failed accuracy", summary="3/30 cases failed", cases=[
             FailingCase(shapes={"x": [5, 1023]}, dtypes={"x": "float16"}, seed=1, status="fail", max_abs_err=0.5,
@@ -29,7 +29,12 @@ def _context(stage: str) -> dict[str, object]:
         "edit": {"given": FILES, "proposal": DiagnosisReply(bottleneck="memory", evidence="41% of copy",
                                                             change="BLOCK_SIZE 2048", edit_type="parameter")},
     }[stage]
-    return prompt_context(spec, H200, **extra)
+    return prompt_context(spec, H200, DEFINITION, **extra)
+
+
+# A definition document's shape: the figures, constraints and strategy sections, the last one last.
+DEFINITION = "\n\n".join(f"## {i}. Section {i}\n" + "figures and reasons " * 60 for i in range(1, 8)) + \
+    "\n\nThe last line of the document."
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -71,3 +76,9 @@ def test_a_missing_value_is_an_error_not_a_blank() -> None:
 def test_an_unknown_stage_is_refused() -> None:
     with pytest.raises(ValueError, match="no prompt for stage 'softmax'"):
         render_prompt("softmax")
+
+
+@pytest.mark.parametrize("stage", ["triton", "repair", "diagnosis", "edit"])
+def test_stages_that_write_or_change_the_kernel_get_the_whole_definition_document(stage: str) -> None:
+    user = render_prompt(stage, **_context(stage))[1]["content"]
+    assert DEFINITION in user  # every section, to its last line

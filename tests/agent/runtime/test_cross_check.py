@@ -57,3 +57,21 @@ def test_a_kernel_that_fixed_its_device_when_written_is_refused_with_the_reason(
         "message": "bias_add_gelu_triton.DEVICE is 'cuda' but the job runs on 'cpu': "
                    "resolve it at run time (KERNELGEN_DEVICE)",
     }
+
+
+def test_a_result_torch_computed_beside_the_launch_fails_whatever_the_source_looks_like(tmp_path: Path) -> None:
+    # The launch runs, then the wrapper hands back what torch computed (as a hidden method or a builtin would).
+    files = _with_kernel(_files(), "        num_warps=NUM_WARPS,\n    )\n    return out\n",
+                         "        num_warps=NUM_WARPS,\n    )\n    return torch.nn.functional.gelu(x + bias)\n")
+    result = cross_check(files, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
+    assert result.result["status"] == "fail" and result.result["cases_failed"] == result.result["cases_run"]
+    message = result.result["cases"][0]["message"]
+    assert "computed with torch outside its Triton kernels" in message and "aten.add" in message
+
+
+def test_a_result_without_any_launch_fails(tmp_path: Path) -> None:
+    files = _with_kernel(_files(), "    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)\n",
+                         "    return out.zero_()\n    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)\n")
+    result = cross_check(files, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
+    assert result.result["status"] == "fail"
+    assert all("launched no Triton kernel" in c["message"] for c in result.result["cases"])

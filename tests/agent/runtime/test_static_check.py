@@ -35,3 +35,58 @@ def test_cheating_or_broken_kernels_are_refused(mutation: tuple[str, str], messa
     assert bad != GOOD
     with pytest.raises(StaticCheckError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         check_triton_file(bad, "axpy")
+
+
+FINAL_RETURN = "    return out\n\n\nif __name__"
+WRAPPER = "def axpy("
+
+
+def _hidden(helper: str, returned: str) -> str:
+    """Put `helper` above the wrapper and make the wrapper's last line `return <returned>` after its launch."""
+    text = GOOD.replace(WRAPPER, f"{helper}\n\n\n{WRAPPER}", 1)
+    assert FINAL_RETURN in text
+    return text.replace(FINAL_RETURN, f"    return {returned}\n\n\nif __name__", 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_hidden("class _Finisher:\n    def run(self, a, b):\n        return torch.add(a, b)",
+                 "_Finisher().run(residual, y)"), "_Finisher.run() calls torch.add"),
+        (_hidden("class _Finisher:\n    @staticmethod\n    def run(a):\n        return a.cumsum(-1)",
+                 "_Finisher.run(out)"), "_Finisher.run() computes with .cumsum()"),
+        (_hidden("_finish = lambda a: a.mul(2.0)", "_finish(out)"), "_finish computes with .mul()"),
+        (_hidden("def _outer(a):\n    def inner(b):\n        return torch.exp(b)\n    return inner(a)", "_outer(out)"),
+         "_outer() calls torch.exp"),
+        (_hidden("def _finish(a):\n    return a.__add__(1.0)", "_finish(out)"), "computes with .__add__()"),
+        (_hidden("from axpy_baseline import axpy as _reference", "_reference(residual, y, alpha)"),
+         "imports axpy_baseline"),
+        (_hidden("import spec_reference", "spec_reference.axpy(residual, y, alpha)"), "imports spec_reference"),
+        (_hidden("import numpy as np", "out"), "imports numpy"),
+        (_hidden("import operator", "operator.add(residual, y)"), "imports operator"),
+        (_hidden("_ref = sys.modules.get('axpy_baseline')", "_ref.axpy(residual, y, alpha)"), "sys.modules"),
+        (_hidden("class _Mode:\n    def __torch_function__(self, *a):\n        return None", "out"),
+         "__torch_function__"),
+        (_hidden("def _finish(a):\n    return a.apply_(lambda v: v * 2)", "_finish(out)"), "computes with .apply_()"),
+        (GOOD.replace("@triton.jit\ndef axpy_kernel",
+                      "@triton.autotune(configs=[triton.Config({}, pre_hook=lambda a: a['out_ptr'].copy_(a['y']))],"
+                      " key=[])\n@triton.jit\ndef axpy_kernel"),
+         "the decorator of axpy_kernel() computes with .copy_()"),
+    ],
+    ids=["class-method", "static-method", "module-lambda", "nested-function", "dunder", "imported-baseline",
+         "imported-spec-reference", "numpy", "operator", "sys-modules", "torch-function", "apply_", "autotune-hook"],
+)
+def test_torch_compute_reached_any_way_from_the_entry_is_refused(text: str, message: str) -> None:
+    assert text != GOOD
+    with pytest.raises(StaticCheckError) as refused:
+        check_triton_file(text, "axpy")
+    assert message in str(refused.value)
+
+
+def test_a_launcher_class_and_a_self_check_that_imports_the_reference_stay_allowed() -> None:
+    launcher = ("class _Launcher:\n    def __init__(self, warps: int) -> None:\n        self.warps = warps\n\n"
+                "    def __call__(self, grid, *args, **meta):\n        axpy_kernel[grid](*args, **meta)\n")
+    text = GOOD.replace(WRAPPER, f"{launcher}\n\n{WRAPPER}", 1).replace("    axpy_kernel[grid](\n",
+                                                                          "    _Launcher(NUM_WARPS)(grid,\n", 1)
+    assert "_Launcher(NUM_WARPS)(grid," in text and "from axpy_baseline import" in text  # the self-check's import
+    check_triton_file(text, "axpy")
