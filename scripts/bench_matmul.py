@@ -1,4 +1,4 @@
-"""Write the matmul and attention engines' benchmark specs for `scripts/bench_rows.py run`, which times them.
+"""Write the matmul, attention and conv engines' benchmark specs for `scripts/bench_rows.py run`, which times them.
 
     python scripts/bench_matmul.py DIR [--variants] [--match TEXT]   (any machine: each spec's files at the default
         configuration, or those holding TEXT; with --variants the search's first three and four fixed tiles beside)
@@ -26,6 +26,11 @@ SPECS = [
     "F.scaled_dot_product_attention(q, k, v) q k v [4, 16, 4096, 128] fp16",
     "causal attention, q k v [2, 16, 8192, 128] bf16",
     "F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 128] bf16",
+    # ResNet-50's 3x3 convolutions at batch 32, with the bias and ReLU a fused kernel takes along.
+    "relu(conv2d(x, weight, bias, padding=1)), x [32, 64, 56, 56] fp16, weight [64, 64, 3, 3], bias [64]",
+    "relu(conv2d(x, weight, bias, padding=1)), x [32, 128, 28, 28] fp16, weight [128, 128, 3, 3], bias [128]",
+    "relu(conv2d(x, weight, bias, padding=1)), x [32, 256, 14, 14] fp16, weight [256, 256, 3, 3], bias [256]",
+    "relu(conv2d(x, weight, bias, padding=1)), x [32, 512, 7, 7] bf16, weight [512, 512, 3, 3], bias [512]",
 ]
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
 folder = Path(sys.argv[1])
