@@ -44,6 +44,24 @@ def test_causal_attention_matches_pytorch_with_more_keys_than_queries_and_odd_he
         torch.testing.assert_close(attention(q, k, v).double(), want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize(("block_m", "block_n"), [(16, 16), (32, 16), (16, 32)])
+def test_blocks_before_the_diagonal_run_unmasked_and_the_diagonal_and_ragged_blocks_masked(
+    block_m: int, block_n: int, tmp_path: Path,
+) -> None:
+    # Small tiles put many query blocks on each head: the keys before a block's first query take the unmasked
+    # path, the diagonal block and a ragged last key block the masked one, with tiles taller or wider than the other.
+    for causal, text in ((True, "causal attention, q k v [2, 3, 64, 32] fp32"),
+                         (False, "F.scaled_dot_product_attention(q, k, v) q k v [2, 3, 64, 32] fp32")):
+        spec = read_spec(text)
+        module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)),
+                                    tmp_path / str(causal))
+        module.BLOCK_M, module.BLOCK_N = block_m, block_n
+        for lq, lk in ((50, 50), (37, 61), (61, 37), (48, 64)):
+            q, k, v = (torch.randn(1, 2, n, 32) for n in (lq, lk, lk))
+            want = reference(q, k, v, is_causal=causal)
+            torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
+
+
 def test_an_additive_mask_and_a_scale_are_applied_and_a_fully_masked_row_is_zero_as_in_pytorch(tmp_path: Path) -> None:
     text = "F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3) q [2, 4, 40, 16] k [2, 4, 50, 16] " \
            "v [2, 4, 50, 24] m [40, 50] fp32"
