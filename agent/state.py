@@ -19,7 +19,7 @@ class JobRequest(BaseModel):
     """What the caller asked for: the spec text and the run options."""
 
     spec_text: str
-    out_dir: str | None = None  # the output folder; None puts it at out_root/<op name>
+    out_dir: str | None = None  # the output folder; None puts it at out_root/<op name> (job-<id> if never read)
     out_root: str = "kernelgen_out"
     device: str = "auto"
     rounds: int | None = None  # overrides the spec's max rounds

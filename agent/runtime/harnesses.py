@@ -12,6 +12,7 @@ from agent.spec import OpSpec
 
 HARNESS_DIR = Path(__file__).parent / "harness"
 COMMON = HARNESS_DIR / "harness_common.py"
+GUARD = HARNESS_DIR / "launch_guard.py"
 
 
 def entry_plan(files: KernelFiles, spec: OpSpec, device: str) -> dict[str, Any]:
@@ -31,6 +32,6 @@ def run_harness(
     """Copy `harness/<harness>` and its shared helpers beside the files and run it on the plan."""
     script = HARNESS_DIR / harness
     sandbox_files = dict(files) | {script.name: script.read_text(), COMMON.name: COMMON.read_text(),
-                                   "plan.json": json.dumps(plan)}
+                                   GUARD.name: GUARD.read_text(), "plan.json": json.dumps(plan)}
     return run_file(sandbox_files, script.name, workdir, device=device, timeout_s=timeout_s,
                     args=("--plan", "plan.json"), trusted=trusted)

@@ -1,8 +1,9 @@
 """Refuse a `_triton.py` whose entry point does not really run a Triton kernel.
 
 The check follows the code: every function, method, class, lambda and module-level name the entry point reaches is
-read, the kernels' decorators (autotune hooks) included, and so is every import of the file. The run-time launch
-guard of the independent check (`harness/harness_common.py`) stands behind it for what reading cannot see.
+read, the kernels' decorators (autotune hooks) and the globals their bodies read included, and so is every import
+of the file. The run-time launch guard of the independent check (`harness/launch_guard.py`) stands behind it for
+what reading cannot see.
 """
 
 from __future__ import annotations
@@ -13,20 +14,23 @@ from collections.abc import Iterator
 from agent.runtime.static_names import (
     ALLOWED_MODULES,
     ALLOWED_TORCH,
-    COMPUTE_METHODS,
-    DUNDER_COMPUTE,
     OVERRIDES,
     REACH_AROUND,
+    REACH_AROUND_NAMES,
     SERVICE_MODULES,
     SIBLING_ROLES,
-    TENSOR_VIEWS,
+)
+from agent.runtime.static_units import (
+    Function,
+    StaticCheckError,
+    module_containers,
+    refuse_kernel_globals,
+    refuse_torch_compute,
+    tensor_names,
 )
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-class StaticCheckError(ValueError):
-    """The kernel file breaks the contract; the message says where."""
+__all__ = ["StaticCheckError", "check_triton_file"]
+_KERNEL_DECORATORS = ("jit", "autotune", "heuristics")
 
 
 def check_triton_file(source: str, entry: str) -> None:
@@ -37,22 +41,28 @@ def check_triton_file(source: str, entry: str) -> None:
         raise StaticCheckError(f"the kernel file does not parse: line {exc.lineno}: {exc.msg}") from exc
     body = [node for node in tree.body if not _is_main_block(node)]  # a script's self-check never runs on import
     statements = list(_module_statements(body))
+    _refuse_imports(body, entry)
+    _refuse_reach_arounds(body)
+    triton_names = _triton_names(body)
     functions = {node.name: node for node in statements if isinstance(node, Function)}
-    kernels = {name for name, fn in functions.items() if _is_jit(fn)}
+    kernels = {name for name, fn in functions.items() if _is_jit(fn, triton_names)}
     if not kernels:
         raise StaticCheckError("no @triton.jit kernel is defined")
     wrapper = functions.get(entry)
     if wrapper is None or wrapper not in tree.body:
         raise StaticCheckError(f"the entry point {entry}() is not defined at module level")
-    if _is_jit(wrapper):
+    if entry in kernels:
         raise StaticCheckError(f"{entry}() must be the Python wrapper, not the kernel itself")
-    _refuse_imports(body, entry)
-    _refuse_reach_arounds(tree)
-    reached = _reachable(wrapper, _definitions(statements))
-    if not _launched(reached) & kernels:
+    bindings = _definitions(statements)
+    reached = _reachable(wrapper, bindings)
+    if not _launched(reached, kernels) & kernels:
         raise StaticCheckError(f"{entry}() never launches a @triton.jit kernel (kernel[grid](...))")
-    for label, node, tensors in _units(reached, wrapper):
-        _refuse_torch_compute(node, label, tensors)
+    containers = module_containers(statements)
+    for node in reached:
+        if isinstance(node, Function) and node.name in kernels:
+            refuse_kernel_globals(node, bindings)
+    for label, unit, tensors in _units(reached, wrapper, kernels):
+        refuse_torch_compute(unit, label, tensors, containers)
     for node in statements:  # module-level code runs on import, reached or not
         if not isinstance(node, Function | ast.ClassDef | ast.Import | ast.ImportFrom):
             _refuse_module_alias(node)
@@ -94,21 +104,21 @@ def _reachable(root: ast.stmt, names: dict[str, ast.stmt]) -> list[ast.stmt]:
     return order
 
 
-def _units(reached: list[ast.stmt], entry: ast.stmt) -> Iterator[tuple[str, ast.AST, set[str]]]:
+def _units(reached: list[ast.stmt], entry: ast.stmt, kernels: set[str]) -> Iterator[tuple[str, ast.AST, set[str]]]:
     """Yield what to read for torch compute, with its name: functions, methods, class bodies, assignments."""
     for node in reached:
         if isinstance(node, Function):
-            if _is_jit(node):  # the kernel computes; its decorators (autotune hooks) are Python
+            if node.name in kernels:  # the kernel computes; its decorators (autotune hooks) are Python
                 for deco in node.decorator_list:
                     yield f"the decorator of {node.name}()", deco, set()
             else:
-                yield f"{node.name}()", node, _tensor_names(node, entry=node is entry)
+                yield f"{node.name}()", node, tensor_names(node, entry=node is entry)
         elif isinstance(node, ast.ClassDef):
             for part in [*node.bases, *node.keywords, *node.decorator_list]:
                 yield f"class {node.name}", part, set()
             for item in node.body:
                 if isinstance(item, Function):
-                    yield f"{node.name}.{item.name}()", item, _tensor_names(item, entry=False)
+                    yield f"{node.name}.{item.name}()", item, tensor_names(item, entry=False)
                 else:
                     yield f"class {node.name}", item, set()
         else:
@@ -149,19 +159,20 @@ def _refuse_imports(body: list[ast.stmt], op: str) -> None:
                                    "the kernel must do the work")
 
 
-def _refuse_reach_arounds(tree: ast.Module) -> None:
-    """Refuse torch's dispatch hooks and the ways around the import check (sys.modules, frames)."""
-    for node in ast.walk(tree):
+def _refuse_reach_arounds(body: list[ast.stmt]) -> None:
+    """Refuse torch's dispatch hooks and the ways around the import check (sys.modules, eval, __dict__, ...)."""
+    for node in (inner for statement in body for inner in ast.walk(statement)):
         name = node.name if isinstance(node, Function) else node.attr if isinstance(node, ast.Attribute) else \
             node.id if isinstance(node, ast.Name) else None
         line = getattr(node, "lineno", "?")
         if name in OVERRIDES:
             raise StaticCheckError(f"the kernel file uses {name} (line {line}): it could answer torch calls in place "
                                    "of the kernel")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+        if name in REACH_AROUND_NAMES or isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
                 (node.value.id, node.attr) in REACH_AROUND):
-            raise StaticCheckError(f"the kernel file uses {node.value.id}.{node.attr} (line {line}): a kernel may "
-                                   "not reach other modules or frames")
+            shown = ast.unparse(node) if isinstance(node, ast.Attribute) else name
+            raise StaticCheckError(f"the kernel file uses {shown} (line {line}): a kernel file may not reach other "
+                                   "modules, frames or namespaces")
 
 
 def _refuse_module_alias(node: ast.stmt) -> None:
@@ -173,87 +184,50 @@ def _refuse_module_alias(node: ast.stmt) -> None:
                                    f"{inner.lineno}): the kernel must do the work")
 
 
-def _is_jit(fn: ast.stmt) -> bool:
-    if not isinstance(fn, Function):
-        return False
+def _triton_names(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
+    """Return the names the file gives the triton module, and the kernel decorators it imports by name."""
+    modules, decorators = {"triton"}, set()
+    for node in (inner for statement in body for inner in ast.walk(statement)):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "triton"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "triton":
+            decorators |= {a.asname or a.name for a in node.names if a.name in _KERNEL_DECORATORS}
+    return modules, decorators
+
+
+def _is_jit(fn: Function, triton_names: tuple[set[str], set[str]]) -> bool:
+    """Tell a Triton kernel: decorated with triton's jit, autotune or heuristics (not any `.jit`)."""
+    modules, decorators = triton_names
     for deco in fn.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
-        if isinstance(target, ast.Attribute) and target.attr in ("jit", "autotune", "heuristics"):
+        if isinstance(target, ast.Attribute) and target.attr in _KERNEL_DECORATORS and isinstance(
+                target.value, ast.Name) and target.value.id in modules:
+            return True
+        if isinstance(target, ast.Name) and target.id in decorators:
             return True
     return False
 
 
-def _launched(reached: list[ast.stmt]) -> set[str]:
-    """Name what the reached code launches with `kernel[grid](...)` (a name, or an attribute's last part)."""
+def _launched(reached: list[ast.stmt], kernels: set[str]) -> set[str]:
+    """Name the kernels the reached code launches: `kernel[grid](...)`, also through a name bound to the kernel or
+    to what its `warmup(...)` returns, or an attribute's last part."""
+    aliases: dict[str, str] = {}
+    for unit in reached:
+        for node in ast.walk(unit):
+            if isinstance(node, ast.Assign):
+                value = node.value.func.value if isinstance(node.value, ast.Call) and isinstance(
+                    node.value.func, ast.Attribute) else node.value
+                if isinstance(value, ast.Name) and value.id in kernels:
+                    aliases |= {t.id: value.id for t in node.targets if isinstance(t, ast.Name)}
     launched = set()
     for unit in reached:
-        if _is_jit(unit):
+        if isinstance(unit, Function) and unit.name in kernels:
             continue
         for node in ast.walk(unit):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
                 value = node.func.value
                 if isinstance(value, ast.Name):
-                    launched.add(value.id)
+                    launched.add(aliases.get(value.id, value.id))
                 elif isinstance(value, ast.Attribute):
                     launched.add(value.attr)
     return launched
-
-
-def _refuse_torch_compute(unit: ast.AST, label: str, tensors: set[str]) -> None:
-    for node in ast.walk(unit):
-        line = getattr(node, "lineno", "?")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.value.id == "torch" and node.attr not in ALLOWED_TORCH:
-                raise StaticCheckError(f"{label} calls torch.{node.attr} (line {line}): the kernel must do the work")
-            if node.value.id in ("F", "functional", "nn"):
-                raise StaticCheckError(
-                    f"{label} uses {node.value.id}.{node.attr} (line {line}): the kernel must do the work")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-            name = node.args[1] if len(node.args) > 1 else None
-            if not isinstance(name, ast.Constant) or name.value in COMPUTE_METHODS | DUNDER_COMPUTE:
-                raise StaticCheckError(
-                    f"{label} looks a method up with getattr (line {line}): the kernel must do the work")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            method = node.func.attr
-            if (method in COMPUTE_METHODS and not _is_module_call(node.func)) or method in DUNDER_COMPUTE:
-                raise StaticCheckError(f"{label} computes with .{method}() (line {line}): the kernel must do the work")
-        operands = (node.left, node.right) if isinstance(node, ast.BinOp) else \
-            (node.target, node.value) if isinstance(node, ast.AugAssign) else \
-            (node.operand,) if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not) else ()
-        named = [o.id for o in operands if isinstance(o, ast.Name) and o.id in tensors]
-        if named:
-            raise StaticCheckError(
-                f"{label} does arithmetic on the tensor {named[0]} (line {line}): the kernel must do the work")
-
-
-def _is_module_call(func: ast.Attribute) -> bool:
-    """Tell module functions such as triton.cdiv from tensor methods."""
-    modules = ("triton", "tl", "math", "os", "sys", "torch", "F", "nn")
-    return isinstance(func.value, ast.Name) and func.value.id in modules
-
-
-def _tensor_names(fn: Function, *, entry: bool) -> set[str]:
-    """Collect names that hold tensors: Tensor-annotated parameters (every non-scalar one of the entry point, whose
-    inputs are tensors by contract) and what is derived from them."""
-    args = fn.args.args + fn.args.kwonlyargs
-    defaults = dict(zip([a.arg for a in fn.args.args][len(fn.args.args) - len(fn.args.defaults):], fn.args.defaults,
-                        strict=True))
-    defaults |= {a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d is not None}
-    names = set()
-    for a in args:
-        annotation = ast.unparse(a.annotation) if a.annotation is not None else ""
-        scalar = annotation in ("int", "float", "bool", "str") or (
-            a.arg in defaults and isinstance(defaults[a.arg], ast.Constant | ast.UnaryOp))
-        if "Tensor" in annotation or (entry and not scalar):
-            names.add(a.arg)
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            func = node.value.func
-            derived = isinstance(func, ast.Attribute) and (
-                (isinstance(func.value, ast.Name) and func.value.id in names and func.attr in TENSOR_VIEWS) or
-                (isinstance(func.value, ast.Name) and func.value.id == "torch"
-                 and (func.attr.startswith("empty") or func.attr == "zeros"))
-            )
-            if derived:
-                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    return names

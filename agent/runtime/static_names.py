@@ -8,8 +8,16 @@ ALLOWED_TORCH = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "broadcast_shapes", "promote_types", "result_type",
     "Size", "Tensor", "device", "dtype", "float32", "float16", "bfloat16", "float64", "int32",
     "int64", "is_tensor", "cuda", "npu", "Generator", "manual_seed", "channels_last", "contiguous_format",
-    "preserve_format",
+    "preserve_format", "bool", "int8", "uint8", "int16", "float", "half", "long", "int", "float8_e4m3fn",
+    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "finfo", "iinfo", "no_grad", "inference_mode",
+    "zeros_like", "full", "get_default_dtype", "is_floating_point", "strided",
 })
+# Attributes that lead back to torch's compute from an allowed name (`torch.cuda.torch`, `x.nn`).
+BLOCKED_ATTRIBUTES = frozenset({"torch", "nn", "functional", "ops", "linalg", "fft", "special", "_C", "_refs",
+                                "_prims", "_decomp", "library", "overrides"})
+# Calls that make a plain Python container (its .add() or .sort() is bookkeeping).
+CONTAINER_CALLS = frozenset({"set", "list", "dict", "tuple", "sorted", "defaultdict", "OrderedDict", "Counter",
+                             "deque"})
 # Methods whose result is again a tensor over the same data.
 TENSOR_VIEWS = frozenset({"contiguous", "reshape", "view", "to", "flatten", "unsqueeze", "squeeze", "expand", "cpu"})
 # Tensor methods that compute: using them in the wrapper hands the work to torch.
@@ -46,7 +54,10 @@ ALLOWED_MODULES = frozenset({
 })
 # Ways around the imports: another module's namespace by name, the caller's frame.
 REACH_AROUND = frozenset({("sys", "modules"), ("sys", "_getframe"), ("sys", "meta_path"), ("sys", "path_hooks")})
+# Builtins and attributes that reach names the import check cannot see.
+REACH_AROUND_NAMES = frozenset({"__import__", "eval", "exec", "compile", "vars", "globals", "locals", "breakpoint",
+                                "__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "__closure__"})
 # Modules beside the kernel in the sandbox: the other three files and the service's harnesses and references.
 SERVICE_MODULES = frozenset({"spec_reference", "previous_reference", "harness_common", "cross_check", "time_entry",
-                             "profile_case", "tune_configs", "check_code", "trace_code", "code_common"})
+                             "profile_case", "tune_configs", "check_code", "trace_code", "code_common", "launch_guard"})
 SIBLING_ROLES = ("baseline", "accuracy", "performance")

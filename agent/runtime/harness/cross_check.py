@@ -6,8 +6,8 @@ Copied next to the four files (with harness_common.py) and run in the sandbox:
 
 Inputs are fresh standard-normal tensors made here (not by the generated files), for every spec and edge
 shape, every dtype and several seeds. Outputs the kernel allocates are filled with NaN first, so an
-unwritten element fails. The entry point runs under a launch guard: a result torch computed outside a Triton
-launch (or with no launch at all) fails. The reference runs in float64 (on a CUDA GPU with room, else the CPU); a
+unwritten element fails. The entry point runs under the launch guard (launch_guard.py): a result torch computed
+beside its Triton kernels fails. The reference runs in float64 (on a CUDA GPU with room, else the CPU); a
 case passes when |out - ref| <= atol + rtol * |ref| everywhere and the shape and dtype match eager PyTorch.
 """
 
@@ -15,15 +15,8 @@ import importlib
 import math
 import sys
 
-from harness_common import (
-    float64_reference,
-    import_entries,
-    launch_guard,
-    launch_refusal,
-    main_with_plan,
-    poisoned_allocations,
-    random_inputs,
-)
+from harness_common import float64_reference, import_entries, main_with_plan, poisoned_allocations, random_inputs
+from launch_guard import launch_guard, launch_refusal
 
 
 def main() -> int:
@@ -78,7 +71,7 @@ def check(torch, entry, ref, names, shapes, dtypes, seed, device, params, tolera
         out = entry(*inputs, **params)
     if device != "cpu":
         getattr(torch, device).synchronize()
-    refusal = launch_refusal(launches)
+    refusal = launch_refusal(launches, out, torch)
     if refusal is not None:
         return {"status": "fail", "message": refusal}
     eager = ref(*inputs, **params)

@@ -1,5 +1,4 @@
-"""What the service's harnesses share: the plan-in, result-out main, the entry points, NaN-poisoned allocations,
-the launch guard.
+"""What the service's harnesses share: the plan-in, result-out main, the entry points, NaN-poisoned allocations.
 
 Copied into the sandbox next to the harness that imports it (see agent/runtime/harnesses.py).
 """
@@ -69,82 +68,6 @@ def poisoned_allocations(torch: Any) -> Iterator[None]:
     finally:
         for name, original in originals.items():
             setattr(torch, name, original)
-
-
-# aten ops a wrapper may run outside its launches: allocation, views, copies and casts, metadata. Anything else
-# computes, and a result that torch computed is not the kernel's.
-_MOVES = frozenset({
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
-    "zero_", "fill_", "full", "new_full", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided",
-    "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "select", "slice", "narrow", "split", "unbind",
-    "alias", "detach", "clone", "contiguous", "_to_copy", "copy_", "resize_", "view_as", "flatten",
-    "unflatten", "movedim", "set_", "is_same_size", "_has_compatible_shallow_copy_type", "sym_size", "sym_stride",
-    "sym_numel", "sym_storage_offset", "dim", "is_contiguous", "stride", "size", "numel", "promote_types",
-    "result_type", "can_cast",
-})
-# Where Triton launches a kernel (the interpreter copies arguments with torch inside; that is not the wrapper's).
-_LAUNCHERS = (("triton.runtime.jit", "JITFunction", "run"),
-              ("triton.runtime.interpreter", "InterpretedFunction", "run"),
-              ("triton.runtime.autotuner", "Autotuner", "run"), ("triton.runtime.autotuner", "Heuristics", "run"),
-              ("triton.compiler.compiler", "CompiledKernel", "__getitem__"))
-
-
-@contextlib.contextmanager
-def launch_guard(torch: Any) -> Iterator[dict]:
-    """Count the Triton launches an entry point makes and name the aten ops it computes with outside them."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    record: dict = {"launches": 0, "compute": [], "depth": 0}
-    patched = []
-
-    def counting(original: Callable) -> Callable:
-        def launch(*args: Any, **kwargs: Any) -> Any:
-            if record["depth"] == 0:
-                record["launches"] += 1
-            record["depth"] += 1
-            try:
-                return original(*args, **kwargs)
-            finally:
-                record["depth"] -= 1
-        return launch
-
-    for module_name, class_name, attr in _LAUNCHERS:
-        owner = getattr(_module(module_name), class_name, None)
-        if owner is not None and attr in vars(owner):
-            patched.append((owner, attr, vars(owner)[attr]))
-            setattr(owner, attr, counting(vars(owner)[attr]))
-
-    class Recorder(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            name = func.overloadpacket.__name__
-            if record["depth"] == 0 and name not in _MOVES and name not in record["compute"]:
-                record["compute"].append(name)
-            return func(*args, **(kwargs or {}))
-
-    try:
-        with Recorder():
-            yield record
-    finally:
-        for owner, attr, original in patched:
-            setattr(owner, attr, original)
-
-
-def launch_refusal(record: dict) -> str | None:
-    """Say why a result did not come from a Triton kernel, or None when it did."""
-    if record["compute"]:
-        ops = ", ".join(f"aten.{name}" for name in record["compute"][:5])
-        return (f"the entry point computed with torch outside its Triton kernels ({ops}): the result is not the "
-                "kernel's")
-    if record["launches"] == 0:
-        return "the entry point launched no Triton kernel: the result is not a kernel's"
-    return None
-
-
-def _module(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
 
 
 def random_inputs(torch: Any, names: list, shapes: dict, dtypes: dict, seed: int, device: str,

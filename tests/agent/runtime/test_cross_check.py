@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from agent.generators.base import KernelFiles, LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
 from agent.reader import read_spec
@@ -75,3 +77,17 @@ def test_a_result_without_any_launch_fails(tmp_path: Path) -> None:
     result = cross_check(files, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
     assert result.result["status"] == "fail"
     assert all("launched no Triton kernel" in c["message"] for c in result.result["cases"])
+
+
+@pytest.mark.parametrize(("returned", "words"), [
+    ("out.copy_(x)", "torch wrote into the result after the kernel did"),
+    ("x.clone()", "returned memory no Triton kernel was given"),
+])
+def test_data_torch_moved_into_the_result_after_the_launch_fails(returned: str, words: str, tmp_path: Path) -> None:
+    # Copies and clones compute nothing, so the op log alone would let them through: whose memory the result is,
+    # and who wrote it last, decide.
+    files = _with_kernel(_files(), "        num_warps=NUM_WARPS,\n    )\n    return out\n",
+                         f"        num_warps=NUM_WARPS,\n    )\n    return {returned}\n")
+    result = cross_check(files, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
+    assert result.result["status"] == "fail"
+    assert all(words in c["message"] for c in result.result["cases"])

@@ -72,9 +72,20 @@ def _hidden(helper: str, returned: str) -> str:
                       "@triton.autotune(configs=[triton.Config({}, pre_hook=lambda a: a['out_ptr'].copy_(a['y']))],"
                       " key=[])\n@triton.jit\ndef axpy_kernel"),
          "the decorator of axpy_kernel() computes with .copy_()"),
+        (_hidden("class _T:\n    jit = staticmethod(lambda f: f)\n\n\n@_T.jit\ndef _finish(a):\n"
+                 "    return torch.exp(a)", "_finish(out)"), "_finish() calls torch.exp"),
+        (GOOD.replace("BLOCK_SIZE = ", "_STASH = []\nBLOCK_SIZE = ", 1).replace(
+            "    pid = tl.program_id(axis=0)", "    pid = tl.program_id(axis=0)\n    _STASH.append(pid)", 1),
+         "reads _STASH"),
+        (_hidden("", "torch.cuda.torch.cumulative_trapezoid(residual)"), "uses torch.cuda.torch"),
+        (_hidden("def _hook(n):\n    n['out_ptr'].exp_()", "_hook({'out_ptr': out}) or out"),
+         "computes with .exp_()"),
+        (_hidden("_f = eval('len')", "out"), "uses eval"),
+        (_hidden("_ns = vars(torch)", "out"), "uses vars"),
     ],
     ids=["class-method", "static-method", "module-lambda", "nested-function", "dunder", "imported-baseline",
-         "imported-spec-reference", "numpy", "operator", "sys-modules", "torch-function", "apply_", "autotune-hook"],
+         "imported-spec-reference", "numpy", "operator", "sys-modules", "torch-function", "apply_", "autotune-hook",
+         "fake-jit", "kernel-global", "torch-through-cuda", "in-place", "eval", "vars"],
 )
 def test_torch_compute_reached_any_way_from_the_entry_is_refused(text: str, message: str) -> None:
     assert text != GOOD
@@ -89,4 +100,34 @@ def test_a_launcher_class_and_a_self_check_that_imports_the_reference_stay_allow
     text = GOOD.replace(WRAPPER, f"{launcher}\n\n{WRAPPER}", 1).replace("    axpy_kernel[grid](\n",
                                                                           "    _Launcher(NUM_WARPS)(grid,\n", 1)
     assert "_Launcher(NUM_WARPS)(grid," in text and "from axpy_baseline import" in text  # the self-check's import
+    check_triton_file(text, "axpy")
+
+
+HONEST = '''
+EPS = 1e-6
+_SEEN = set()
+
+
+@torch.no_grad()
+def axpy(residual: torch.Tensor, y: torch.Tensor, alpha: float = 0.5, eps=EPS, dim=-1) -> torch.Tensor:
+    """Compute out = residual + alpha * y, bookkeeping beside the launch as tutorials do."""
+    if residual.dtype not in (torch.float32, torch.bool) or torch.finfo(residual.dtype).eps > 1.0:
+        raise TypeError(re.sub("x", "y", "dtype"))
+    _SEEN.add((tuple(residual.shape), dim % residual.dim(), 1.0 / (eps + 1.0)))
+    names = sorted(["b", "a"])
+    names.sort()
+    out = torch.empty_like(residual)
+    n_elements = out.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)
+    kernel = axpy_kernel
+    kernel[grid](residual, y, out, float(alpha), *launch_plan((tuple(residual.shape), tuple(y.shape)),
+                 (residual.dtype, y.dtype))[2], n_elements, BLOCK_SIZE=BLOCK_SIZE, INDEX_64=False, num_warps=4)
+    return out
+'''
+
+
+def test_tutorial_style_bookkeeping_beside_the_launch_stays_allowed() -> None:
+    start, end = GOOD.index(WRAPPER), GOOD.index("\n\nif __name__")
+    text = GOOD[:start].replace("import functools\n", "import functools\nimport re\n", 1) + HONEST.lstrip() + \
+        GOOD[end:]
     check_triton_file(text, "axpy")
