@@ -30,7 +30,7 @@ from agent.runtime.static_units import (
 )
 
 __all__ = ["StaticCheckError", "check_triton_file"]
-_KERNEL_DECORATORS = ("jit", "autotune", "heuristics")
+_KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "constexpr_function")
 
 
 def check_triton_file(source: str, entry: str) -> None:
@@ -60,7 +60,7 @@ def check_triton_file(source: str, entry: str) -> None:
     containers = module_containers(statements)
     for node in reached:
         if isinstance(node, Function) and node.name in kernels:
-            refuse_kernel_globals(node, bindings)
+            refuse_kernel_globals(node, bindings, kernels)
     for label, unit, tensors in _units(reached, wrapper, kernels):
         refuse_torch_compute(unit, label, tensors, containers)
     for node in statements:  # module-level code runs on import, reached or not

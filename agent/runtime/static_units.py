@@ -56,16 +56,17 @@ def refuse_torch_compute(unit: ast.AST, label: str, tensors: set[str], container
                 f"{label} does arithmetic on the tensor {named[0]} (line {line}): the kernel must do the work")
 
 
-def refuse_kernel_globals(kernel: Function, bindings: dict[str, ast.stmt]) -> None:
-    """Refuse a kernel body that reads torch or a module-level object that is not a constant (Triton's own rule:
-    the interpreter would run such Python, a GPU would not compile it)."""
+def refuse_kernel_globals(kernel: Function, bindings: dict[str, ast.stmt], kernels: set[str]) -> None:
+    """Refuse a kernel body that reads torch, a module-level object that is not a constant, or a function that is not
+    a kernel (Triton's own rules: the interpreter would run such Python, a GPU would not compile it)."""
     for node in ast.walk(kernel):
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
             continue
         bound = bindings.get(node.id)
-        if node.id == "torch" or (isinstance(bound, ast.Assign | ast.AnnAssign) and not _constant(bound.value)):
+        if node.id == "torch" or (isinstance(bound, ast.Assign | ast.AnnAssign) and not _constant(bound.value)) or (
+                isinstance(bound, Function | ast.ClassDef) and node.id not in kernels):
             raise StaticCheckError(f"the kernel {kernel.name}() reads {node.id} (line {node.lineno}): a kernel may "
-                                   "read only its arguments and module constants")
+                                   "read only its arguments, module constants and other @triton.jit functions")
 
 
 def tensor_names(fn: Function, *, entry: bool) -> set[str]:

@@ -77,6 +77,8 @@ def _hidden(helper: str, returned: str) -> str:
         (GOOD.replace("BLOCK_SIZE = ", "_STASH = []\nBLOCK_SIZE = ", 1).replace(
             "    pid = tl.program_id(axis=0)", "    pid = tl.program_id(axis=0)\n    _STASH.append(pid)", 1),
          "reads _STASH"),
+        (_hidden("def _python(v):\n    return v", "out").replace(
+            "    pid = tl.program_id(axis=0)", "    pid = _python(tl.program_id(axis=0))", 1), "reads _python"),
         (_hidden("", "torch.cuda.torch.cumulative_trapezoid(residual)"), "uses torch.cuda.torch"),
         (_hidden("def _hook(n):\n    n['out_ptr'].exp_()", "_hook({'out_ptr': out}) or out"),
          "computes with .exp_()"),
@@ -85,7 +87,7 @@ def _hidden(helper: str, returned: str) -> str:
     ],
     ids=["class-method", "static-method", "module-lambda", "nested-function", "dunder", "imported-baseline",
          "imported-spec-reference", "numpy", "operator", "sys-modules", "torch-function", "apply_", "autotune-hook",
-         "fake-jit", "kernel-global", "torch-through-cuda", "in-place", "eval", "vars"],
+         "fake-jit", "kernel-global", "kernel-calls-python", "torch-through-cuda", "in-place", "eval", "vars"],
 )
 def test_torch_compute_reached_any_way_from_the_entry_is_refused(text: str, message: str) -> None:
     assert text != GOOD
