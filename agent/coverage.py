@@ -57,7 +57,7 @@ def coverage_of(accuracy: dict[str, Any]) -> Coverage:
     spec_ran = list({_key(c["shapes"]): c["shapes"] for c in ran if c.get("kind") == "spec" and "shapes" in c}.values())
     skipped = [s for s in accuracy.get("skipped", []) if isinstance(s, dict) and s.get("kind", "spec") == "spec"]
     skipped = list({_key(s["shapes"]): s for s in skipped if "shapes" in s}.values())
-    edges = len({_key(c["shapes"]) for c in ran if c.get("kind") == "edge" and "shapes" in c})
+    edges = len({_key(c["shapes"]) for c in ran if c.get("kind") in ("edge", "probe") and "shapes" in c})
     return Coverage(shapes="reduced" if skipped or not spec_ran else "spec", ran=spec_ran, skipped=skipped,
                     edge_cases=edges)
 

@@ -117,17 +117,37 @@ def test_an_honest_accuracy_file_is_taken_after_a_lying_one(tmp_path: Path, llm:
     assert (tmp_path / "out" / "prefix_sum_accuracy.py").read_text() == source("accuracy")
 
 
+ZORB = ("Apply our zorb transform (see the paper) to each row of x, shapes [8, 1000] and [3, 4096], float32 and "
+        "float16")
+
+
 def test_a_spec_only_the_model_could_read_is_verified_against_its_reference_and_says_so(
     tmp_path: Path, llm: ScriptedLLM,
 ) -> None:
     # The reader finds no operation in the words; the model describes one in words only (no IR), so the only
     # reference is the model's own baseline: the verdict says so instead of claiming more.
-    text = ("Apply our zorb transform (see the paper) to each row of x, shapes [8, 1000] and [3, 4096], float32 and "
-            "float16")
     script_start(llm)
-    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url), text=text)
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url), text=ZORB)
     assert final["status"] == "verified", final.get("message")
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["reference"] == "model-written"
     assert "checked against a model-written reference only" in report["message"]
     assert "model-written reference" in final["message"]
+    probes = {json.dumps(c["shapes"]) for c in final["rounds"][-1].accuracy["cross_check"]["cases"]
+              if c["kind"] == "probe"}
+    # Our own odd shapes even here: small primes and past a tile (every size to 1 is the model's own edge case).
+    assert probes == {'{"x": [3, 5]}', '{"x": [129, 17]}'}
+
+
+def test_a_kernel_that_drops_the_last_partial_tile_fails_our_probes_of_a_spec_read_in_words(
+    tmp_path: Path, llm: ScriptedLLM,
+) -> None:
+    llm.script("requirements", json.dumps(SPEC | {"edge_cases": []}))
+    llm.script("definition", definition_json())
+    for stage, answer in first_version("triton_drops_tail", accuracy="accuracy_no_edges"):
+        llm.script(stage, answer)
+    final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url, llm_max_repairs=0), text=ZORB)
+    assert final["status"] == "failed" and final["best_round"] is None
+    cross = final["rounds"][0].accuracy["cross_check"]
+    assert all(c["status"] == "pass" for c in cross["cases"] if c["kind"] == "spec")
+    assert {c["shapes"]["x"][-1] for c in cross["cases"] if c["status"] != "pass"} >= {5, 17}

@@ -7,7 +7,7 @@ import pytest
 from agent.generators.base import KernelFiles, LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
 from agent.reader import read_spec
-from agent.runtime.cross_check import SEEDS, cross_check
+from agent.runtime.cross_check import SEEDS, cross_check, probe_shapes
 
 SPEC = read_spec("fused bias-add + GELU, x [16, 300] fp32, bias [300]")
 TIMEOUT_S = 180.0
@@ -91,3 +91,9 @@ def test_data_torch_moved_into_the_result_after_the_launch_fails(returned: str, 
     result = cross_check(files, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
     assert result.result["status"] == "fail"
     assert all(words in c["message"] for c in result.result["cases"])
+
+
+def test_probes_of_a_spec_read_in_words_change_each_size_everywhere_it_appears() -> None:
+    # No IR says how the dims relate: a size shared by two inputs (the bias and x's last dim) changes together.
+    assert probe_shapes({"x": [64, 300], "bias": [300]}) == [
+        {"x": [1, 1], "bias": [1]}, {"x": [3, 5], "bias": [5]}, {"x": [129, 17], "bias": [17]}]
