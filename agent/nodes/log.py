@@ -141,7 +141,9 @@ def judge(pending: RoundRecord, best: RoundRecord | None) -> tuple[bool, str]:
         gain, what = kernel_times[1] / kernel_times[0] - 1, "kernel time"  # type: ignore[operator]
     if gain > MIN_GAIN:
         return True, f"{100 * gain:+.1f}% ({what}) over v{best.index}: kept as the new best"
-    return False, (f"{100 * gain:+.1f}% ({what}) against v{best.index} (not above {100 * MIN_GAIN:.0f}% noise): "
+    if gain < -MIN_GAIN:
+        return False, f"{100 * gain:+.1f}% ({what}) against v{best.index}: slower, reverted"
+    return False, (f"{100 * gain:+.1f}% ({what}) against v{best.index} (within the {100 * MIN_GAIN:.0f}% noise): "
                    "reverted")
 
 

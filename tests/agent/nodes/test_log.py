@@ -16,7 +16,7 @@ from agent.nodes.accuracy import accuracy
 from agent.nodes.classify import classify
 from agent.nodes.edit import edit
 from agent.nodes.generate import generate
-from agent.nodes.log import log
+from agent.nodes.log import judge, log
 from agent.nodes.performance import performance
 from agent.nodes.profile import profile
 from agent.nodes.search import search
@@ -190,3 +190,13 @@ def test_without_counters_the_log_keeps_the_timing_figures_and_says_why_the_rest
     assert "| Parallelism (programs launched per SM) | 131,072 programs on 132 SMs (993.0 per SM) | launch arithmetic" \
         in text
     assert "| L2 cache hit rate | not measured: no accelerator" in text
+
+
+def test_a_slower_round_is_called_slower_and_a_level_one_noise() -> None:
+    def measured(index: int, speedup: float) -> RoundRecord:
+        return RoundRecord(index=index, edit_type="parameter", config=LaunchConfig(), reason="r",
+                           accuracy_status="pass", speedup=speedup)
+
+    assert judge(measured(2, 1.4), measured(1, 2.0)) == (False, "-30.0% (speedup) against v1: slower, reverted")
+    kept, said = judge(measured(2, 2.005), measured(1, 2.0))
+    assert not kept and said.endswith("against v1 (within the 1% noise): reverted")
