@@ -20,14 +20,8 @@ CPU_MAX_ELEMENTS = 1 << 22
 def edge_cases(expr: Expr, case: dict[str, list[int]], dtypes: dict[str, str], params: dict[str, float],
                limit: int = 4, fixed: Collection[int] = ()) -> list[dict[str, list[int]]]:
     """Return up to `limit` shape cases with odd sizes that the operator still accepts (`fixed` sizes stay)."""
-    sizes = sorted({d for shape in case.values() for d in shape if d > 1 and d not in fixed}, reverse=True)
     found: list[dict[str, list[int]]] = []
-    for pattern in _PATTERNS:
-        cycle = itertools.cycle(pattern)
-        mapping = {size: next(cycle) for size in sizes}
-        shapes = {name: [mapping.get(d, d) for d in shape] for name, shape in case.items()}
-        if shapes in found or shapes == case or _elements(shapes) > CPU_MAX_ELEMENTS:
-            continue
+    for shapes in odd_sizes(case, fixed):
         types: dict[str, ValueType] = {n: TensorType(dtypes[n], tuple(s)) for n, s in shapes.items()}
         types.update({n: ScalarType(v) for n, v in params.items()})
         try:
@@ -39,6 +33,20 @@ def edge_cases(expr: Expr, case: dict[str, list[int]], dtypes: dict[str, str], p
         if len(found) == limit:
             break
     return found
+
+
+def odd_sizes(case: dict[str, list[int]], fixed: Collection[int] = ()) -> list[dict[str, list[int]]]:
+    """Return the case with each size mapped by every pattern, the same size to the same odd one everywhere; whether
+    the operator accepts them is the caller's to check."""
+    sizes = sorted({d for shape in case.values() for d in shape if d > 1 and d not in fixed}, reverse=True)
+    variants: list[dict[str, list[int]]] = []
+    for pattern in _PATTERNS:
+        cycle = itertools.cycle(pattern)
+        mapping = {size: next(cycle) for size in sizes}
+        shapes = {name: [mapping.get(d, d) for d in shape] for name, shape in case.items()}
+        if shapes not in variants and shapes != case and _elements(shapes) <= CPU_MAX_ELEMENTS:
+            variants.append(shapes)
+    return variants
 
 
 def _elements(shapes: dict[str, list[int]]) -> int:

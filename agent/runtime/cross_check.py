@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from agent.generators.base import KernelFiles
-from agent.ir.edges import CPU_MAX_ELEMENTS
+from agent.ir.edges import CPU_MAX_ELEMENTS, odd_sizes
 from agent.runtime.harnesses import entry_plan, run_harness
 from agent.runtime.sandbox import SandboxResult
 from agent.runtime.spec_reference import MODULE, spec_reference_module
 from agent.spec import OpSpec
 
 SEEDS = [11, 12, 13]  # not the seeds the model's own test uses
-PRIMES = (3, 5, 7, 11, 13)
-TILE_PLUS_ONE = (129, 17, 33, 65, 257)  # past a power-of-two tile by one, small enough for the interpreter
 PREVIOUS = "previous_reference"  # module name of the reference before an interface edit
 
 
@@ -39,22 +36,10 @@ def cross_check(
     else:
         # Read in words only: no IR says how the dims relate, so the probes change each size the spec's first case
         # uses, everywhere it appears; a probe the (model's) reference itself refuses is skipped, not failed.
-        cases += [{"kind": "probe", "shapes": c} for c in probe_shapes(spec.shape_cases()[0])
+        cases += [{"kind": "probe", "shapes": c} for c in odd_sizes(spec.shape_cases()[0])
                   if c not in spec.edge_cases]
     if previous_reference is not None:
         sources[f"{PREVIOUS}.py"] = previous_reference
         plan["previous_reference"] = PREVIOUS
     return run_harness(sources, "cross_check.py", plan, workdir, device=device, timeout_s=timeout_s)
 
-
-def probe_shapes(case: dict[str, list[int]]) -> list[dict[str, list[int]]]:
-    """Return odd variants of a case: every size replaced by 1, then by small primes, then by a tile plus one."""
-    sizes = sorted({d for shape in case.values() for d in shape if d > 1})
-    variants = [dict.fromkeys(sizes, 1), dict(zip(sizes, PRIMES, strict=False)),
-                dict(zip(sizes, TILE_PLUS_ONE, strict=False))]
-    probes = []
-    for mapping in variants:
-        probe = {name: [mapping.get(d, d) for d in shape] for name, shape in case.items()}
-        if probe != case and probe not in probes and max(math.prod(s) for s in probe.values()) <= CPU_MAX_ELEMENTS:
-            probes.append(probe)
-    return probes

@@ -6,8 +6,9 @@ import pytest
 
 from agent.generators.base import KernelFiles, LaunchConfig
 from agent.generators.offline.elementwise import ElementwiseGenerator
+from agent.ir.edges import odd_sizes
 from agent.reader import read_spec
-from agent.runtime.cross_check import SEEDS, cross_check, probe_shapes
+from agent.runtime.cross_check import SEEDS, cross_check
 
 SPEC = read_spec("fused bias-add + GELU, x [16, 300] fp32, bias [300]")
 TIMEOUT_S = 180.0
@@ -95,5 +96,6 @@ def test_data_torch_moved_into_the_result_after_the_launch_fails(returned: str, 
 
 def test_probes_of_a_spec_read_in_words_change_each_size_everywhere_it_appears() -> None:
     # No IR says how the dims relate: a size shared by two inputs (the bias and x's last dim) changes together.
-    assert probe_shapes({"x": [64, 300], "bias": [300]}) == [
-        {"x": [1, 1], "bias": [1]}, {"x": [3, 5], "bias": [5]}, {"x": [129, 17], "bias": [17]}]
+    assert odd_sizes({"x": [64, 300], "bias": [300]}) == [
+        {"x": [1, 1], "bias": [1]}, {"x": [5, 3], "bias": [3]}, {"x": [127, 129], "bias": [129]},
+        {"x": [3, 257], "bias": [257]}, {"x": [1, 1031], "bias": [1031]}]
