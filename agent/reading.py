@@ -62,8 +62,8 @@ class Reading(BaseModel):
         for name, value in self.params.items():
             lines.append(f"  parameter {name} = {value:g}")
         if self.output_shapes:
-            shapes = " | ".join(str(s) for s in dict.fromkeys(map(tuple, self.output_shapes)))
-            lines.append(f"  output {self.output}: {self.output_dtype} {shapes.replace('(', '[').replace(')', ']')}")
+            shapes = " | ".join(str(list(s)) for s in dict.fromkeys(map(tuple, self.output_shapes)))
+            lines.append(f"  output {self.output}: {self.output_dtype} {shapes}")
         facts = [f"device {self.device}"] + ([f"target x{self.target_speedup:g}"] if self.target_speedup else []) + (
             [f"at most {self.max_rounds} rounds"] if self.max_rounds else [])
         lines.append(f"  {', '.join(facts)}")

@@ -29,7 +29,7 @@ _RANGE_CUE = re.compile(
     r"(?:\bto|\binto|\bwithin|\bin|\brange|\binterval|\bclamp\w*|\bclip\w*|\bbounds?|\blimits?|区间|范围|到|至|在|"
     r"限制|截断|裁剪|限幅|钳位|hardtanh|min_val\s*,\s*max_val|\(min,\s*max\))\s*(?:of|the|to|is|=|:|为)?\s*$", re.I)
 _KERNEL_SIZE = re.compile(r"\s*(?:-|\s)?\s*(?:conv\w*|kernels?|filters?|depthwise|pointwise|卷积)", re.I)
-_WORD = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")  # CJK ends a name: x形状 is x
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 _CJK_DTYPE = re.compile("|".join(CJK_DTYPES))
 
