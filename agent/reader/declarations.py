@@ -254,8 +254,13 @@ def _walk_back(tokens: list[Token], i: int, catalogue: Catalogue, banned: set[st
         else:
             break
     k = j - 1
-    while k >= 0 and (tokens[k].kind == "dtype" or is_filler(tokens[k])):
-        dtypes += [k] if tokens[k].kind == "dtype" else []
+    while k >= 0:
+        listed = dtypes and k >= 1 and tokens[k - 1].kind == "dtype" and (
+            tokens[k].kind == "conj" or tokens[k].text in (",", "、"))  # `float32, float16 and bfloat16 tensors x`
+        if tokens[k].kind == "dtype":
+            dtypes.append(k)
+        elif not (is_filler(tokens[k]) or listed):
+            break
         k -= 1
     return names, dtypes
 

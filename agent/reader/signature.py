@@ -43,13 +43,19 @@ def name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: 
                        understood=_said(infos), example="'y [1024, 1024]'")
 
 
+# `exp on x`, `对 x 做`, `对 float16 张量 x 做` (a dtype and a noun before the name); ASCII names only (`对x做`).
+_SUBJECT = re.compile(r"(?:\bon|\bof|\bto|\bfor|对|把|将)\s*(?:(?:a|an|the)\s+)?(?:[A-Za-z_][\w.]*\s*"
+                      r"(?:tensors?|matrix|vector|张量|矩阵|向量)\s*)?(?P<name>[A-Za-z_]\w{0,15})\b", re.I | re.A)
+
+
 def _subject(norm: str, found: Found) -> str:
     """Return the single input named after `on/of/to/对` (`exp on x, a 128x256 matrix`), else `x`."""
     masked = found.ledger.masked()
-    candidates = re.findall(r"(?:\bon|\bof|\bto|\bfor|对|把|将)\s+([A-Za-z_]\w{0,15})\b", masked)
-    from agent.reader.vocabulary import NOT_NAMES
+    candidates = [m.group("name") for m in _SUBJECT.finditer(masked)]
+    from agent.reader.vocabulary import NOT_NAMES, dtype_of
 
-    plausible = [c for c in dict.fromkeys(candidates) if c.lower() not in NOT_NAMES and len(c) <= 8]
+    plausible = [c for c in dict.fromkeys(candidates)
+                 if c.lower() not in NOT_NAMES and len(c) <= 8 and dtype_of(c) is None]
     return plausible[0] if len(plausible) == 1 else "x"
 
 
