@@ -206,3 +206,4 @@ class HealthPublic(BaseModel):
     database: str
     queue: int
     running: int
+    auth: bool = Field(default=True, description="Whether requests need a bearer token (the web page asks for one).")

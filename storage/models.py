@@ -209,3 +209,53 @@ class ApiUserPublic(ApiUserBase):
     id: int
     created_at: datetime
     revoked_at: datetime | None
+
+
+class ChatThreadBase(SQLModel):
+    """A conversation of the web page: its title (the first message, shortened)."""
+
+    title: str = ""
+
+
+class ChatThread(ChatThreadBase, table=True):
+    """A thread row, owned by the principal that opened it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    owner: str | None = Field(default=None, index=True)
+    created_at: datetime = Field(default_factory=_now)
+    updated_at: datetime = Field(default_factory=_now)
+
+
+class ChatThreadPublic(ChatThreadBase):
+    """A thread as the sidebar lists it."""
+
+    id: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ChatMessageBase(SQLModel):
+    """One message of a thread: what the person wrote, or the service's reply (a reading, a question, a job)."""
+
+    role: str  # user or assistant
+    kind: str = "text"  # text, reading, question, job, tasks, error
+    text: str = ""  # what was written, the question asked, or the rendered reading
+    spec_text: str | None = None  # the spec this reply is about (reading, question, job)
+    data_json: str = "{}"  # the reading, the options, the tasks: whatever the page needs to draw the reply
+    job_id: int | None = Field(default=None, index=True)
+
+
+class ChatMessage(ChatMessageBase, table=True):
+    """A message row."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    thread_id: int = Field(foreign_key="chatthread.id", index=True)
+    created_at: datetime = Field(default_factory=_now)
+
+
+class ChatMessagePublic(ChatMessageBase):
+    """A message as the page draws it."""
+
+    id: int
+    thread_id: int
+    created_at: datetime

@@ -7,7 +7,8 @@ import logging
 from fastapi import APIRouter, Response, status
 from sqlalchemy import text
 
-from server.deps import EngineDep
+from server.deps import EngineDep, SettingsDep
+from server.principals import auth_required
 from server.schemas import HealthPublic
 from storage import crud
 
@@ -17,8 +18,8 @@ log = logging.getLogger(__name__)
 
 @router.get("/healthz", response_model=HealthPublic, summary="Check the service",
             responses={503: {"model": HealthPublic, "description": "The database does not answer."}})
-def healthz(engine: EngineDep, response: Response) -> HealthPublic:
-    """Report whether the database answers and how many jobs are queued and running."""
+def healthz(engine: EngineDep, settings: SettingsDep, response: Response) -> HealthPublic:
+    """Report whether the database answers, how many jobs are queued and running, and whether tokens are needed."""
     try:
         with engine.connect() as connection:
             connection.execute(text("SELECT 1"))
@@ -27,5 +28,6 @@ def healthz(engine: EngineDep, response: Response) -> HealthPublic:
     except Exception:
         log.exception("health check: the database does not answer")
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-        return HealthPublic(status="degraded", database="unavailable", queue=0, running=0)
-    return HealthPublic(status="ok", database="ok", queue=queued, running=running)
+        return HealthPublic(status="degraded", database="unavailable", queue=0, running=0, auth=True)
+    return HealthPublic(status="ok", database="ok", queue=queued, running=running,
+                        auth=auth_required(settings, engine))

@@ -160,11 +160,12 @@ def test_twenty_jobs_at_once_queue_and_all_finish(start_server: Callable[..., Li
         assert sorted(finals.values()).count("verified") == 4 and list(finals.values()).count("rejected") == 16
         assert client.get("/jobs", params={"limit": 200}).json()["total"] == 20
         assert client.get("/healthz").json() | {"status": "ok"} == {"status": "ok", "database": "ok", "queue": 0,
-                                                                   "running": 0}
+                                                                   "running": 0, "auth": False}
 
 
 def test_patterns_and_health(live: LiveServer) -> None:
     with live.client() as client:
         assert client.get("/patterns").json() == []
         assert client.get("/patterns", params={"device": "NVIDIA H200", "category": "elementwise"}).json() == []
-        assert client.get("/healthz").json() == {"status": "ok", "database": "ok", "queue": 0, "running": 0}
+        assert client.get("/healthz").json() == {"status": "ok", "database": "ok", "queue": 0, "running": 0,
+                                                 "auth": False}  # loopback, no tokens: the page asks for none
