@@ -11,6 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from kernelgen.settings import Settings
 from server import errors
+from server.batches import recover as recover_batches
 from server.deps import get_principal
 from server.notify import JobNotifier
 from server.redact import Redactor
@@ -36,6 +37,7 @@ def create_app(settings: Settings | None = None, service: JobService | None = No
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         notifier.start()
         await anyio.to_thread.run_sync(job_service.start)
+        await anyio.to_thread.run_sync(recover_batches, job_service)  # tasks a restart left unsubmitted
         try:
             yield
         finally:

@@ -21,7 +21,7 @@ from server.service import JobService
 from storage import crud, threads
 from storage.models import ChatMessage
 
-REPLY_KINDS = ("reading", "question", "tasks", "job")  # what a later message can refer back to
+REPLY_KINDS = ("reading", "question", "tasks", "job")  # what a later message can refer back to (not a batch)
 
 
 def data_of(message: ChatMessage) -> dict[str, Any]:
@@ -108,6 +108,23 @@ def start(engine: Engine, service: JobService, thread_id: int, message: ChatMess
     return threads.add_message(engine, thread_id, ChatMessage(
         thread_id=thread_id, role="assistant", kind="job", text=f"job {job_id}", spec_text=spec,
         data_json=json.dumps(job_data), job_id=job_id))
+
+
+def start_batch(engine: Engine, service: JobService, thread_id: int, message: ChatMessage,
+                owner: str | None) -> ChatMessage:
+    """Submit every read task of a task book as one batch and record it in the thread."""
+    from server.batches import submit_batch
+
+    tasks = data_of(message).get("tasks", [])
+    chosen = [(t.get("task") or f"task {i + 1}", _task_spec(message.spec_text or "", i))
+              for i, t in enumerate(tasks) if t.get("status") == "read"]
+    if message.kind != "tasks" or not chosen:
+        raise ValueError("only a task book with read tasks can be started as a batch")
+    batch_id = submit_batch(service, owner, chosen[0][0] if len(chosen) == 1 else f"{len(chosen)} tasks", "taskbook",
+                            chosen, {})
+    return threads.add_message(engine, thread_id, ChatMessage(
+        thread_id=thread_id, role="assistant", kind="batch", text=f"batch {batch_id}", spec_text=message.spec_text,
+        data_json=json.dumps({"batch_id": batch_id, "from_message": message.id, "tasks": len(chosen)})))
 
 
 def _follow_up(before: ChatMessage, text: str) -> FollowUp | None:

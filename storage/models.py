@@ -259,3 +259,43 @@ class ChatMessagePublic(ChatMessageBase):
     id: int
     thread_id: int
     created_at: datetime
+
+
+class BatchBase(SQLModel):
+    """A batch of tasks (a task book, a list of specs, a JSONL file): each task is an ordinary job."""
+
+    name: str = ""
+    source: str = "specs"  # taskbook, specs or jsonl
+    options_json: str = "{}"  # the options every task's job runs with
+    cancel_requested: bool = False
+
+
+class Batch(BatchBase, table=True):
+    """A batch row, owned by the principal that submitted it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    owner: str | None = Field(default=None, index=True)
+    created_at: datetime = Field(default_factory=_now)
+
+
+class BatchPublic(BatchBase):
+    """A batch as listed."""
+
+    id: int
+    created_at: datetime
+
+
+class BatchTaskBase(SQLModel):
+    """One task of a batch: its title, its spec, and the job that runs it (none until submitted)."""
+
+    index: int
+    title: str = ""
+    spec_text: str
+    job_id: int | None = Field(default=None, index=True)
+
+
+class BatchTask(BatchTaskBase, table=True):
+    """A task row."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    batch_id: int = Field(foreign_key="batch.id", index=True)

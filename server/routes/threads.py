@@ -85,3 +85,24 @@ def start_job(message_id: MessageId, thread: ThreadDep, engine: EngineDep, servi
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     return MessagePublic.of(job)
+
+
+@router.post("/{thread_id}/messages/{message_id}/batch", status_code=status.HTTP_202_ACCEPTED,
+             response_model=MessagePublic, summary="Start a task book's read tasks as a batch",
+             responses=NOT_FOUND | CONFLICT | INPUT_ERRORS)
+def start_batch(message_id: MessageId, thread: ThreadDep, engine: EngineDep, service: ServiceDep,
+                principal: PrincipalDep) -> MessagePublic:
+    """Queue one batch with every read task of a task book; 409 if it was started already."""
+    assert thread.id is not None
+    message = threads.get_message(engine, thread.id, message_id)
+    if message is None or message.role != "assistant":
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"message {message_id} not found in thread {thread.id}")
+    started = [m for m in threads.list_messages(engine, thread.id)
+               if m.kind == "batch" and chat.data_of(m).get("from_message") == message_id]
+    if started:
+        batch_id = chat.data_of(started[0])["batch_id"]
+        raise HTTPException(status.HTTP_409_CONFLICT, f"already started as batch {batch_id}")
+    try:
+        return MessagePublic.of(chat.start_batch(engine, service, thread.id, message, principal.name))
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None

@@ -2,10 +2,6 @@
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.databases import database_url
+from tests.server.subprocess_server import Server, environment
 
 # Several dtypes and shapes keep the job in its accuracy test for a few seconds on this CPU.
 SLOW_SPEC = "fused bias-add + GELU, x [512, 1000] fp32/fp16/bf16, bias [1000]"
@@ -21,67 +18,6 @@ FINAL = {"verified", "failed", "rejected", "cancelled"}
 ROOT = Path(__file__).resolve().parents[2]
 # KERNELGEN_RESTART_LOOPS=20 repeats the kill-and-restart cycle (docs/service.md records that run).
 LOOPS = int(os.environ.get("KERNELGEN_RESTART_LOOPS", "1"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    """A real uvicorn process serving the app on loopback."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "server.app:create_app", "--factory", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                self.get("/healthz")
-                return
-            except OSError as exc:
-                if self.process.poll() is not None:
-                    output = self.process.stderr.read() if self.process.stderr else ""
-                    raise RuntimeError(f"server exited: {output}") from exc
-                time.sleep(0.2)
-        raise RuntimeError("server did not come up in 60 s")
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=10) as response:
-            return json.loads(response.read())
-
-    def post(self, path: str, body: dict[str, Any]) -> Any:
-        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-
-def _environment(tmp_path: Path, database_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGEN_")}
-    env.update(
-        KERNELGEN_DATABASE_URL=database_url, KERNELGEN_WORK_DIR=str(tmp_path / "work"),
-        KERNELGEN_ARTIFACT_ROOT=str(tmp_path / "jobs"), KERNELGEN_CONCURRENCY="1", KERNELGEN_DEVICE="cpu",
-        TRITON_INTERPRET="1", PYTHONPATH=str(ROOT),
-    )
-    return env
 
 
 def _snapshot(server: Server, job_id: int) -> dict[str, Any]:
@@ -102,7 +38,7 @@ def _wait(server: Server, job_id: int, until: Any, timeout: float = 240) -> dict
 
 
 def _one_kill_and_restart(tmp_path: Path, database_url: str) -> str:
-    env = _environment(tmp_path, database_url)
+    env = environment(tmp_path, database_url)
     server = Server(env)
     try:
         job_id = server.post("/jobs", {"spec": SLOW_SPEC, "device": "cpu"})["id"]

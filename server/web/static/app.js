@@ -1,6 +1,7 @@
 // The chat page: threads in the sidebar, messages and replies, the composer, the token and the language.
 import { ApiError, api, session, setToken } from "./api.js";
 import { applyI18n, lang, setLang, t, tx } from "./i18n.js";
+import { batchCard, closeBatchCards } from "./batch.js";
 import { closeJobCards, jobCard } from "./job.js";
 import { el } from "./render.js";
 
@@ -112,6 +113,7 @@ async function refreshThreads() {
 
 function newThread() {
   closeJobCards();
+  closeBatchCards();
   threadId = null;
   history.pushState(null, "", location.pathname);
   $("messages").replaceChildren();
@@ -124,6 +126,7 @@ function newThread() {
 async function openThread(id) {
   const thread = await api(`/threads/${id}`);
   closeJobCards();
+  closeBatchCards();
   threadId = thread.id;
   openedFromHash = thread.id;
   if (location.hash !== `#thread=${thread.id}`) location.hash = `thread=${thread.id}`;
@@ -166,6 +169,7 @@ function renderMessage(message, all) {
     case "question": return questionCard(message);
     case "tasks": return tasksCard(message, all);
     case "job": return jobCard(message);
+    case "batch": return batchCard(message);
     case "error": return el("section", { class: "msg assistant error-msg", role: "alert" },
       tx("h3", "error"), el("p", { class: "msg-text" }, message.text));
     default: return el("section", { class: "msg user", "data-message": message.id },
@@ -251,17 +255,33 @@ function questionCard(message) {
     tx("h3", "question"), el("pre", { class: "msg-text" }, message.text), tx("p", "answer_hint", {}, { class: "hint" }));
 }
 
-function tasksCard(message, all) {
+function tasksCard(message, all_) {
   const tasks = message.data.tasks || [];
   const rows = tasks.map((task, index) => el("tr", {},
     el("td", {}, task.task || String(index + 1)),
     tx("td", task.status === "read" ? "task_read" : "task_question"),
     el("td", {}, el("pre", { class: "msg-text" }, task.status === "read" ? task.understood : task.question)),
-    el("td", {}, task.status === "read" ? startControls(message, all, index) : "")));
+    el("td", {}, task.status === "read" ? startControls(message, all_, index) : "")));
+  const all = tx("button", "start_all", {}, { type: "button", class: "primary start-batch" });
+  const note = el("span", { class: "started" });
+  const batch = all_.find((m) => m.kind === "batch" && m.data.from_message === message.id);
+  if (batch || !tasks.some((task) => task.status === "read")) all.disabled = true;
+  if (batch) note.append(tx("span", "batch", { batch: batch.data.batch_id }));
+  all.addEventListener("click", async () => {
+    all.disabled = true;
+    try {
+      const started = await api(`/threads/${threadId}/messages/${message.id}/batch`, { method: "POST" });
+      note.replaceChildren(tx("span", "batch", { batch: started.data.batch_id }));
+      $("messages").append(batchCard(started));
+    } catch (error) {
+      all.disabled = false;
+      showError(error);
+    }
+  });
   return el("section", { class: "msg assistant tasks", "data-message": message.id }, tx("h3", "tasks"),
     el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table" },
       el("thead", {}, el("tr", {}, tx("th", "task"), tx("th", "reading"), el("th", {}, ""), el("th", {}, ""))),
-      el("tbody", {}, ...rows))));
+      el("tbody", {}, ...rows))), el("div", { class: "actions" }, all, note));
 }
 
 init().catch(showError);

@@ -272,3 +272,43 @@ def test_a_job_measured_on_a_gpu_shows_its_rounds_charts_and_diffs(web_server: A
     card.locator('[role="tab"]', has_text="Changes").click()
     assert card.locator(".tab-panel .kg-diff").count() >= 2  # the rounds that changed the kernel
     browsing.shot("13-gpu-results")
+
+
+BOOK = """# 任务书
+
+## 任务 1：ReLU
+
+- 输入参数：x：torch.Tensor，形状 [64, 64]，数据类型 float32
+- 功能描述：out = relu(x)
+
+## 任务 2：Sigmoid
+
+- 输入参数：x：torch.Tensor，形状 [3, 100]，数据类型 float16
+- 功能描述：out = sigmoid(x)
+
+## 任务 3：看不懂的
+
+- 做点什么
+"""
+
+
+def test_a_task_book_file_becomes_a_batch_with_a_status_table(web_server: Any, open_page: Any, tmp_path: Path) -> None:
+    """A task book dropped in as a file lists its tasks; one click runs the read ones as a batch, with a report."""
+    server = web_server()
+    browsing = open_page(server.url)
+    page = browsing.page
+    book = tmp_path / "book.md"
+    book.write_text(BOOK)
+    page.locator("#composer-file").set_input_files(str(book))
+    tasks = page.locator(".msg.tasks").last
+    tasks.wait_for()
+    assert tasks.locator("tbody tr").count() == 3
+    tasks.locator("button.start-batch").click()
+    card = page.locator(".msg.batch").last
+    card.wait_for()
+    page.locator('.msg.batch[data-status="done"]').wait_for(timeout=JOB_S)
+    statuses = card.locator("table.batch-tasks tbody tr").evaluate_all("rows => rows.map(r => r.dataset.status)")
+    assert statuses == ["verified", "verified"]  # the unread task is not run
+    card.locator(".results .markdown table").first.wait_for()
+    assert "2 of 2" in card.locator(".results").inner_text()
+    browsing.shot("14-batch")

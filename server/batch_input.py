@@ -1,0 +1,61 @@
+"""Split what a batch request carries (a task book, a list of specs, JSONL records) into titled tasks."""
+
+from __future__ import annotations
+
+import json
+
+from agent.reader import split_tasks
+from agent.reader.taskbook import task_headings
+
+MAX_TASKS = 500
+
+
+class BatchInputError(ValueError):
+    """A batch request whose tasks cannot be taken (the message says which line or item, and why)."""
+
+
+def taskbook_tasks(text: str) -> list[tuple[str, str]]:
+    """Return (title, spec) per task of a task book (one task for a plain spec)."""
+    tasks = split_tasks(text)
+    titles = [title for _, _, title in task_headings(text.replace("\r\n", "\n"))] if len(tasks) > 1 else []
+    return [(titles[i] if i < len(titles) else f"task {i + 1}", task) for i, task in enumerate(tasks)]
+
+
+def jsonl_tasks(text: str) -> list[tuple[str, str]]:
+    """Return (title, spec) per JSONL record `{"spec": ..., "name"?: ...}`; blank lines are skipped."""
+    tasks = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BatchInputError(f"jsonl line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("spec"), str) or not record["spec"].strip():
+            raise BatchInputError(f'jsonl line {number}: a record needs a non-empty "spec" string')
+        unknown = set(record) - {"spec", "name"}
+        if unknown:
+            raise BatchInputError(f"jsonl line {number}: unknown field(s) {', '.join(sorted(unknown))} "
+                                  "(a record has spec and, optionally, name)")
+        name = record.get("name")
+        tasks.append((name if isinstance(name, str) and name.strip() else f"line {number}", record["spec"]))
+    return tasks
+
+
+def spec_tasks(specs: list[str]) -> list[tuple[str, str]]:
+    """Return (title, spec) per spec of a list."""
+    return [(f"spec {i + 1}", spec) for i, spec in enumerate(specs)]
+
+
+def checked(tasks: list[tuple[str, str]], max_spec_bytes: int) -> list[tuple[str, str]]:
+    """Refuse an empty batch, too many tasks, or a task over the spec size limit."""
+    if not tasks:
+        raise BatchInputError("the batch holds no task")
+    if len(tasks) > MAX_TASKS:
+        raise BatchInputError(f"the batch holds {len(tasks)} tasks; the limit is {MAX_TASKS}")
+    for title, spec in tasks:
+        if not spec.strip():
+            raise BatchInputError(f"{title}: the spec is blank")
+        if len(spec.encode()) > max_spec_bytes:
+            raise BatchInputError(f"{title}: {len(spec.encode())} bytes is more than the limit of {max_spec_bytes}")
+    return tasks

@@ -1,0 +1,90 @@
+"""Run batches on the job service: each task an ordinary job; progress, cancel and recovery after a restart."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.state import JobRequest
+from server.service import FINAL_STATUSES, JobService
+from storage import batches, crud
+from storage.models import Batch, BatchTask, Job
+
+log = logging.getLogger(__name__)
+
+
+def submit_batch(service: JobService, owner: str | None, name: str, source: str, tasks: list[tuple[str, str]],
+                 options: dict[str, Any]) -> int:
+    """Record a batch and its tasks, then queue one job per task; return the batch id."""
+    batch_id = batches.create_batch(service.engine, owner, name, source, json.dumps(options), tasks)
+    submit_tasks(service, batch_id)
+    return batch_id
+
+
+def submit_tasks(service: JobService, batch_id: int) -> None:
+    """Queue a job for each task of the batch that has none (all of them, or those a restart left behind)."""
+    batch = batches.get_batch(service.engine, batch_id)
+    if batch is None or batch.cancel_requested:
+        return
+    options = json.loads(batch.options_json or "{}")
+    for task in batches.list_tasks(service.engine, batch_id):
+        if task.job_id is None:
+            assert task.id is not None
+            job_id = service.submit(JobRequest(spec_text=task.spec_text, **options), owner=batch.owner)
+            batches.link_job(service.engine, task.id, job_id)
+
+
+def recover(service: JobService) -> None:
+    """Queue the tasks a restart interrupted before their job was submitted."""
+    for batch_id in dict.fromkeys(task.batch_id for task in batches.unsubmitted(service.engine)):
+        log.info("batch %s: submitting the tasks left unsubmitted by a restart", batch_id)
+        submit_tasks(service, batch_id)
+
+
+def cancel_batch(service: JobService, batch: Batch) -> int:
+    """Cancel every unfinished task of a batch; return how many were cancelled."""
+    assert batch.id is not None
+    batches.request_cancel(service.engine, batch.id)
+    cancelled = 0
+    for task in batches.list_tasks(service.engine, batch.id):
+        job = crud.get_job(service.engine, task.job_id) if task.job_id is not None else None
+        if job is not None and job.status not in FINAL_STATUSES and service.cancel(task.job_id or 0):
+            cancelled += 1
+    return cancelled
+
+
+def task_rows(service: JobService, tasks: list[BatchTask]) -> list[tuple[BatchTask, Job | None, str]]:
+    """Pair each task with its job and the job's live status (queued for a task not yet submitted)."""
+    rows = []
+    for task in tasks:
+        job = crud.get_job(service.engine, task.job_id) if task.job_id is not None else None
+        status = service.live_status(job)[0] if job is not None else "queued"
+        rows.append((task, job, status))
+    return rows
+
+
+def progress(service: JobService, batch: Batch) -> dict[str, Any]:
+    """Return the batch's counts per status, its status, and an estimate of the time left."""
+    assert batch.id is not None
+    rows = task_rows(service, batches.list_tasks(service.engine, batch.id))
+    counts = {status: 0 for status in ("queued", "running", *FINAL_STATUSES)}
+    for _, _, status in rows:
+        counts[status] = counts.get(status, 0) + 1
+    done = [job for _, job, status in rows if job is not None and status in FINAL_STATUSES]
+    left = len(rows) - len(done)
+    eta = None
+    if done and left:  # the finished tasks' mean time, over the jobs that run at once
+        mean = sum(max(0.0, (_aware(j.updated_at) - _aware(j.created_at)).total_seconds()) for j in done) / len(done)
+        eta = round(mean * left / max(1, service.settings.concurrency), 1)
+    status = "cancelled" if batch.cancel_requested and left == 0 and counts["cancelled"] else (
+        "done" if left == 0 else "running" if counts["running"] or done else "queued")
+    return {"status": status, "total": len(rows), "counts": counts, "eta_s": eta,
+            "tasks": [{"index": t.index, "title": t.title, "job_id": t.job_id, "status": s,
+                       "op": j.op_name if j else None, "stage": j.stage if j else ""} for t, j, s in rows]}
+
+
+def _aware(moment: datetime) -> datetime:
+    """Treat a naive time (SQLite drops the zone) as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

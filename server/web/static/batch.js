@@ -1,0 +1,62 @@
+// A task book started as a batch: one row per task with its live status, then the report and the zip.
+import { api, fetchFile, saveBlob } from "./api.js";
+import { t, tx } from "./i18n.js";
+import { el, renderMarkdown } from "./render.js";
+
+const POLL_MS = 2000;
+const cards = new Set();
+
+/** Stop polling every batch card on the page (the thread is being replaced). */
+export function closeBatchCards() {
+  for (const card of cards) card.closed = true;
+  cards.clear();
+}
+
+/** Draw a batch's card and poll its progress until every task is over. */
+export function batchCard(message) {
+  const id = message.data.batch_id;
+  const card = { closed: false };
+  cards.add(card);
+  const counts = el("p", { class: "batch-counts" });
+  const body = el("tbody");
+  const results = el("div", { class: "results", hidden: "" });
+  const root = el("section", { class: "msg assistant batch", "data-batch": id },
+    el("header", { class: "job-head" }, tx("h3", "batch", { batch: id })), counts,
+    el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table batch-tasks" },
+      el("thead", {}, el("tr", {}, el("th", {}, "#"), tx("th", "task"), tx("th", "status"), el("th", {}, "op"),
+        tx("th", "stage"))), body)), results);
+
+  async function poll() {
+    if (card.closed) return;
+    try {
+      const batch = await api(`/batches/${id}`);
+      body.replaceChildren(...batch.tasks.map((task) => el("tr", { "data-status": task.status },
+        el("td", {}, String(task.index + 1)), el("td", {}, task.title),
+        el("td", {}, el("span", { class: "badge", "data-status": task.status }, t(`status_${task.status}`))),
+        el("td", {}, task.op || "-"), el("td", {}, task.stage || ""))));
+      const parts = Object.entries(batch.counts).filter(([, n]) => n).map(([s, n]) => `${t(`status_${s}`)} ${n}`);
+      counts.textContent = `${parts.join(" · ")}${batch.eta_s ? ` · ETA ${Math.round(batch.eta_s)} s` : ""}`;
+      root.dataset.status = batch.status;
+      if (batch.status === "done" || batch.status === "cancelled") {
+        cards.delete(card);
+        await showReport(id, results);
+        return;
+      }
+    } catch (error) {
+      counts.textContent = String(error.message || error);
+    }
+    setTimeout(poll, POLL_MS);
+  }
+  poll();
+  return root;
+}
+
+async function showReport(id, box) {
+  const markdown = await fetchFile(`/batches/${id}/report?format=md`);
+  const zip = tx("button", "download_zip", {}, { type: "button", class: "zip" });
+  zip.addEventListener("click", async () => saveBlob(await fetchFile(`/batches/${id}/artifacts.zip`, true),
+    `batch_${id}.zip`));
+  box.replaceChildren(tx("h4", "report"), el("article", { class: "markdown" }, renderMarkdown(markdown)),
+    el("div", { class: "actions" }, zip));
+  box.hidden = false;
+}

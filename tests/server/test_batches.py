@@ -1,0 +1,156 @@
+"""Batches over the API: a task book, specs or JSONL in; one job per task; progress, events, report, zip, cancel."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.databases import database_url
+from tests.server.live import RELU, SLOW, LiveServer, read_stream
+from tests.server.subprocess_server import Server, environment
+
+BOOK = """# 激活函数任务书
+
+统一要求：fp32 使用 rtol=1e-4、atol=1e-4。
+
+## 任务 1：ReLU
+
+- 输入参数：x：torch.Tensor，形状 [64, 64]，数据类型 float32
+- 功能描述：out = relu(x)
+
+## 任务 2：Sigmoid
+
+- 输入参数：x：torch.Tensor，形状 [3, 100]，数据类型 float16
+- 功能描述：out = sigmoid(x)
+
+## 任务 3：看不懂的
+
+- 做点什么
+"""
+
+
+def wait_batch(client: httpx.Client, batch_id: int, timeout: float = 240.0) -> dict[str, Any]:
+    """Poll a batch until every task is over."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        batch: dict[str, Any] = client.get(f"/batches/{batch_id}").raise_for_status().json()
+        if batch["status"] in ("done", "cancelled"):
+            return batch
+        time.sleep(0.3)
+    raise AssertionError(f"batch {batch_id} did not finish in {timeout} s: {batch}")
+
+
+def test_a_task_book_runs_as_a_batch_with_a_report(start_server: Callable[..., LiveServer]) -> None:
+    live = start_server()
+    with live.client() as client:
+        accepted = client.post("/batches", json={"taskbook": BOOK, "name": "activations", "device": "cpu"})
+        assert accepted.status_code == 202, accepted.text
+        batch_id = accepted.json()["id"]
+        assert accepted.json()["tasks"] == 3
+        batch = wait_batch(client, batch_id)
+        assert [t["status"] for t in batch["tasks"]] == ["verified", "verified", "rejected"]
+        assert [t["title"] for t in batch["tasks"]][:2] == ["ReLU", "Sigmoid"]
+        assert batch["counts"]["verified"] == 2 and batch["total"] == 3
+        # Its tasks are ordinary jobs.
+        assert client.get(f"/jobs/{batch['tasks'][0]['job_id']}").json()["status"] == "verified"
+        report = client.get(f"/batches/{batch_id}/report").json()
+        assert report["totals"]["verified"] == 2 and report["totals"]["exec_accuracy"] == pytest.approx(2 / 3)
+        assert report["totals"]["fast_p_eager"]["0.0"] == pytest.approx(2 / 3)
+        assert report["totals"]["fast_p_eager"]["1.0"] == 0.0  # nothing measured on the CPU interpreter
+        assert [t["op"] for t in report["tasks"]][:2] == ["relu", "sigmoid"]
+        assert report["tasks"][2]["reason"]  # why the third was not verified
+        markdown = client.get(f"/batches/{batch_id}/report", params={"format": "md"}).text
+        assert "| verified | 2 of 3 (67%) |" in markdown and "| 1 | ReLU | verified | relu |" in markdown
+        page = client.get(f"/batches/{batch_id}/report", params={"format": "html"})
+        assert page.headers["content-security-policy"] == "default-src 'none'" and "<script" not in page.text
+        names = zipfile.ZipFile(io.BytesIO(client.get(f"/batches/{batch_id}/artifacts.zip").content)).namelist()
+        assert "task_001_relu/relu_triton.py" in names and "task_002_sigmoid/sigmoid_triton.py" in names
+        events = read_stream(client, f"/batches/{batch_id}/events")
+        assert events[-1]["event"] == "end"
+        assert {e["data"]["task"] for e in events[:-1]} == {0, 1, 2}
+        ids = [int(e["id"]) for e in events[:-1]]
+        assert ids == sorted(ids)
+        resumed = read_stream(client, f"/batches/{batch_id}/events", headers={"Last-Event-ID": str(ids[-3])})
+        assert [int(e["id"]) for e in resumed[:-1]] == ids[-2:]
+
+
+def test_specs_and_jsonl_batches_and_their_refusals(start_server: Callable[..., LiveServer]) -> None:
+    live = start_server()
+    with live.client() as client:
+        jsonl = "\n".join(json.dumps(r) for r in ({"spec": RELU, "name": "relu"},
+                                                  {"spec": "sigmoid of x [8, 8] float32"}))
+        batch = client.post("/batches", json={"jsonl": jsonl, "device": "cpu"}).json()
+        specs = client.post("/batches", json={"specs": [RELU], "device": "cpu"}).json()
+        done = wait_batch(client, batch["id"])
+        assert [t["title"] for t in done["tasks"]] == ["relu", "line 2"]
+        assert [t["status"] for t in done["tasks"]] == ["verified", "verified"]
+        assert wait_batch(client, specs["id"])["counts"]["verified"] == 1
+        for body, words in (({"jsonl": '{"spec": "x"}\nnot json'}, "line 2: not JSON"),
+                            ({"jsonl": '{"text": "x"}'}, 'needs a non-empty "spec"'),
+                            ({"specs": []}, "no task"),
+                            ({"specs": [RELU], "taskbook": BOOK}, "exactly one"),
+                            ({}, "exactly one")):
+            refused = client.post("/batches", json=body)
+            assert refused.status_code == 422 and words in str(refused.json()["detail"]), (body, refused.text)
+        assert [b["id"] for b in client.get("/batches").json()["items"]] == [specs["id"], batch["id"]]
+
+
+def test_cancel_a_batch(start_server: Callable[..., LiveServer]) -> None:
+    live = start_server(concurrency=1)
+    with live.client() as client:
+        batch_id = client.post("/batches", json={"specs": [SLOW, SLOW, RELU], "device": "cpu"}).json()["id"]
+        deadline = time.monotonic() + 60
+        while client.get(f"/batches/{batch_id}").json()["counts"]["running"] == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        cancelled = client.post(f"/batches/{batch_id}/cancel").json()
+        assert cancelled["counts"]["queued"] == 0
+        batch = wait_batch(client, batch_id)
+        assert batch["status"] == "cancelled" and batch["counts"]["cancelled"] >= 2
+
+
+def test_batches_belong_to_their_owner(start_server: Callable[..., LiveServer]) -> None:
+    live = start_server(api_tokens=["alice:tok-a", "bob:tok-b"])
+    with live.client("tok-a") as alice, live.client("tok-b") as bob:
+        batch_id = alice.post("/batches", json={"specs": [RELU], "device": "cpu"}).json()["id"]
+        for path in ("", "/report", "/artifacts.zip", "/events"):
+            assert bob.get(f"/batches/{batch_id}{path}").status_code == 404, path
+        assert bob.post(f"/batches/{batch_id}/cancel").status_code == 404
+        assert bob.get("/batches").json()["items"] == []
+        wait_batch(alice, batch_id)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_batch_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> None:
+    with database_url(backend, tmp_path) as url:
+        env = environment(tmp_path, url)
+        server = Server(env)
+        try:
+            batch_id = server.post("/batches", {"specs": [SLOW, RELU, RELU], "device": "cpu"})["id"]
+            deadline = time.monotonic() + 120
+            while server.get(f"/batches/{batch_id}")["counts"]["running"] == 0:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            server.kill()
+        except BaseException:
+            server.stop()
+            raise
+        server = Server(env)
+        try:
+            deadline = time.monotonic() + 300
+            while (batch := server.get(f"/batches/{batch_id}"))["status"] != "done":
+                assert time.monotonic() < deadline, batch
+                time.sleep(0.3)
+            jobs = [server.get(f"/jobs/{t['job_id']}") for t in batch["tasks"]]
+        finally:
+            server.stop()
+        assert batch["counts"]["verified"] == 3, batch
+        assert len({j["id"] for j in jobs}) == 3  # one job per task, none run twice
