@@ -40,7 +40,7 @@ def batch(
     rounds: Annotated[int | None, typer.Option(help="Max optimization rounds per task (1-5).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip the tasks already finished in --out.")] = False,
 ) -> None:
-    """Run a batch of tasks one after another; write report.json, report.md and report.html beside them."""
+    """Run a batch of tasks one after another; write the report (json, md, html) and its plots beside them."""
     from agent.runner import run_job
     from agent.state import JobRequest
     from server import batch_report
@@ -101,6 +101,10 @@ def batch(
     (out / "report.json").write_text(json.dumps(built, indent=1, ensure_ascii=False))
     (out / "report.md").write_text(batch_report.to_markdown(built))
     (out / "report.html").write_text(batch_report.to_html(built))
+    from server.batch_plots import PLOTS, render
+
+    for name in PLOTS:
+        (out / f"{name}.png").write_bytes(render(name, built))
     totals = built["totals"]
     console.print(f"verified {totals['verified']} of {totals['tasks']}; report: {out / 'report.md'}")
     raise typer.Exit(code=0 if totals["verified"] == totals["tasks"] else 1)

@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     keep_alive_timeout_s: int = Field(default=5, ge=1)  # an idle kept-alive connection is closed after this
     header_timeout_s: float = Field(default=10.0, gt=0)  # a request's headers must arrive within this
     concurrency: int = 2  # jobs run at once; profiling stages still take one accelerator at a time
+    # Where queued jobs run: this process's worker threads, or a Ray cluster (ray_address, else RAY_ADDRESS).
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    ray_max_retries: int = Field(default=3, ge=0, le=10)  # a job whose Ray worker died runs again from its checkpoint
     max_request_bytes: int = 256 * 1024
     max_spec_bytes: int = 64 * 1024
     cors_origins: list[str] = []

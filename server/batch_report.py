@@ -32,6 +32,10 @@ def task_figures(engine: Engine, task: BatchTask, job: Job | None, status: str) 
     if job is not None and status in ("verified", "failed", "rejected", "cancelled"):
         seconds = round((_aware(job.updated_at) - _aware(job.created_at)).total_seconds(), 1)
     understood = report.get("understood") or {}
+    kept_round = [r for r in report.get("rounds", []) if r.get("index") == report.get("best_round")]
+    best_round: dict[str, Any] = kept_round[0] if kept_round else {}
+    cases = ((best_round.get("profile") or {}).get("roofline") or {}).get("cases", [])
+    device = report.get("device") or {}
     return {
         "index": task.index, "number": task.index + 1, "title": task.title, "job_id": task.job_id, "status": status,
         "op": (job.op_name if job else None) or understood.get("op"), "family": understood.get("family"),
@@ -40,6 +44,10 @@ def task_figures(engine: Engine, task: BatchTask, job: Job | None, status: str) 
         "speedup_vs_eager": best.get("speedup_vs_eager"), "speedup_vs_compile": best.get("speedup_vs_compile"),
         "pct_of_roofline": best.get("pct_of_roofline"), "seconds": seconds,
         "reason": (job.message if job is not None and status != "verified" else None),
+        # The best version's measured cases on the roofline, and the machine's ceilings (for the scatter plot).
+        "points": [{"intensity": c["intensity"], "tflops": c["tflops"], "peak_tflops": c.get("peak_tflops")}
+                   for c in cases if c.get("intensity") and c.get("tflops")],
+        "device": device.get("name"), "peak_gbs": device.get("peak_gbs"), "peak_tflops": device.get("peak_tflops"),
     }
 
 

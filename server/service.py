@@ -52,7 +52,12 @@ class JobService:
         """Find the devices and the sandbox's isolation, start the workers, then requeue jobs left over."""
         self.devices = available_devices()
         log_state(self.sandbox)  # loud when model-written code would run, or be refused, without isolation
-        self._executor = LocalExecutor(self._run, self.settings.concurrency)
+        if self.settings.executor == "ray":
+            from server.ray_executor import RayExecutor
+
+            self._executor = RayExecutor(self.settings)
+        else:
+            self._executor = LocalExecutor(self._run, self.settings.concurrency)
         self._recover()
 
     def stop(self) -> None:
@@ -140,6 +145,10 @@ class JobService:
                 crud.update_job(self.engine, job.id, status="queued")
             self._executor_or_fail().submit(job.id)
 
+    def run_one(self, job_id: int) -> None:
+        """Run one job here, as an executor's worker does (a Ray worker calls this on a service it never starts)."""
+        self._run(job_id)
+
     def _run(self, job_id: int) -> None:
         job = crud.get_job(self.engine, job_id)
         if job is None or job.status in FINAL_STATUSES:
@@ -199,6 +208,10 @@ class JobService:
         def report(stage: str, message: str) -> None:
             crud.add_event(self.engine, job_id, stage, message)
             if cancel.is_set() or self._stopping.is_set():
+                raise JobCancelled()
+            job = crud.get_job(self.engine, job_id)  # a cancel asked of another process (a Ray worker runs this)
+            if job is not None and job.cancel_requested:
+                cancel.set()
                 raise JobCancelled()
 
         return report

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 from fastapi.responses import HTMLResponse, PlainTextResponse, StreamingResponse
 
-from server import batch_report, batches
+from server import batch_plots, batch_report, batches
 from server.batch_input import BatchInputError, checked, jsonl_tasks, spec_tasks, taskbook_tasks
 from server.batch_schemas import BatchAccepted, BatchCreate, BatchDetail, BatchesPublic
 from server.deps import EngineDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep
@@ -33,6 +33,13 @@ def get_batch(batch_id: BatchId, engine: EngineDep, principal: PrincipalDep) -> 
 
 
 BatchDep = Annotated[Batch, Depends(get_batch)]
+
+
+def _report(service: ServiceDep, batch: Batch) -> dict[str, object]:
+    """Build a batch's report from its tasks' jobs."""
+    assert batch.id is not None
+    rows = batches.task_rows(service, stored.list_tasks(service.engine, batch.id))
+    return batch_report.build(batch, [batch_report.task_figures(service.engine, t, j, s) for t, j, s in rows])
 
 
 def _detail(service: ServiceDep, batch: Batch) -> BatchDetail:
@@ -90,15 +97,20 @@ def report(batch: BatchDep, service: ServiceDep, redactor: RedactorDep,
            format: Annotated[Literal["json", "md", "html"], Query(description="json, md or html")] = "json",
            ) -> Response | dict[str, object]:
     """Return the report: each task's figures, exec accuracy, fast_p vs eager and torch.compile, geomeans."""
-    assert batch.id is not None
-    rows = batches.task_rows(service, stored.list_tasks(service.engine, batch.id))
-    lines = [batch_report.task_figures(service.engine, task, job, state) for task, job, state in rows]
-    built = redactor.value(batch_report.build(batch, lines))
+    built = redactor.value(_report(service, batch))
     if format == "md":
         return PlainTextResponse(batch_report.to_markdown(built), media_type="text/markdown; charset=utf-8")
     if format == "html":
         return HTMLResponse(batch_report.to_html(built), headers={"Content-Security-Policy": "default-src 'none'"})
     return dict(built)
+
+
+@router.get("/{batch_id}/plots/{name}.png", summary="Get a plot of a batch's report", response_class=Response,
+            responses={200: {"content": {"image/png": {}}}} | NOT_FOUND | INVALID)
+def plot(batch: BatchDep, service: ServiceDep, name: Literal["fast_p", "speedups", "roofline"]) -> Response:
+    """Return the fast_p curve, the speedup distribution or the roofline scatter of the batch, as PNG."""
+    built = _report(service, batch)
+    return Response(batch_plots.render(name, built), media_type="image/png")
 
 
 @router.get("/{batch_id}/artifacts.zip", summary="Download every task's files", response_class=Response,

@@ -48,6 +48,7 @@ def test_a_task_book_batch_writes_each_task_and_a_report_and_resumes(tmp_path: P
     assert [t["status"] for t in report["tasks"]] == ["verified", "rejected"]
     assert "| verified | 1 of 2 (50%) |" in (out / "report.md").read_text()
     assert "<table>" in (out / "report.html").read_text()
+    assert all((out / f"{name}.png").read_bytes()[:4] == b"\x89PNG" for name in ("fast_p", "speedups", "roofline"))
     jobs = _jobs(tmp_path)
     again = _kernelgen(tmp_path, "batch", str(book), "--out", str(out), "--device", "cpu", "--resume")
     assert again.returncode == 1 and "verified 1 of 2" in again.stdout

@@ -13,7 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
+from storage import batches as stored
+from storage.db import make_engine
 from tests.databases import database_url
+from tests.server.gpu_job import store_gpu_job
 from tests.server.live import RELU, SLOW, LiveServer, read_stream
 from tests.server.subprocess_server import Server, environment
 
@@ -154,3 +157,28 @@ def test_a_batch_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> No
             server.stop()
         assert batch["counts"]["verified"] == 3, batch
         assert len({j["id"] for j in jobs}) == 3  # one job per task, none run twice
+
+
+def test_the_report_plots_a_gpu_task_and_says_when_nothing_was_measured(
+    start_server: Callable[..., LiveServer],
+) -> None:
+    live = start_server()
+    engine = make_engine(live.settings.database_url)
+    job_id, _, measured = store_gpu_job(engine)
+    batch_id = stored.create_batch(engine, None, "h200", "specs", "{}", [("bias+gelu", "fused bias-add + GELU")])
+    stored.link_job(engine, stored.list_tasks(engine, batch_id)[0].id or 0, job_id)
+    with live.client() as client:
+        report = client.get(f"/batches/{batch_id}/report").json()
+        task = report["tasks"][0]
+        assert task["speedup_vs_eager"] == pytest.approx(measured["best"]["speedup_vs_eager"])
+        assert task["speedup_vs_compile"] == pytest.approx(measured["best"]["speedup_vs_compile"])
+        assert task["points"] and task["device"] == "NVIDIA H200"
+        assert report["totals"]["fast_p_eager"]["2.0"] == 1.0 and report["totals"]["fast_p_compile"]["1.5"] == 0.0
+        cpu = client.post("/batches", json={"specs": [RELU], "device": "cpu"}).json()["id"]
+        wait_batch(client, cpu)
+        for name in ("fast_p", "speedups", "roofline"):
+            drawn = client.get(f"/batches/{batch_id}/plots/{name}.png")
+            empty = client.get(f"/batches/{cpu}/plots/{name}.png")
+            assert drawn.headers["content-type"] == "image/png" and drawn.content[:8] == b"\x89PNG\r\n\x1a\n"
+            assert drawn.content != empty.content, name  # the CPU batch's plot says nothing was measured
+        assert client.get(f"/batches/{batch_id}/plots/other.png").status_code == 422

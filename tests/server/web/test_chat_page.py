@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from agent.generators.base import LaunchConfig
-from storage import crud, threads
+from storage import threads
 from storage.db import make_engine
-from storage.models import ChatMessage, Round
+from storage.models import ChatMessage
+from tests.server.gpu_job import store_gpu_job
 from tests.server.live import RELU, SLOW
 from tests.server.web.conftest import Browsing
 
@@ -238,21 +237,8 @@ def test_token_is_asked_for_and_never_put_in_a_url(web_server: Any, open_page: A
 def test_a_job_measured_on_a_gpu_shows_its_rounds_charts_and_diffs(web_server: Any, open_page: Any) -> None:
     """A real H200 job (kept in tests/server/web/data): the rounds table, both charts with points, the diffs."""
     server = web_server()
-    measured = json.loads((DATA / "h200_bias_add_gelu.json").read_text())
-    report = json.loads(measured["files"]["report.json"])
     engine = make_engine(server.settings.database_url)
-    job_id = crud.create_job(engine, measured["spec"], "", status="verified")
-    for name, content in measured["files"].items():
-        round_dir = re.match(r"rounds/round_(\d+)/", name)
-        crud.save_artifact(engine, job_id, name, content, int(round_dir.group(1)) if round_dir else None)
-    for r in report["rounds"]:
-        crud.add_round(engine, job_id, Round(
-            job_id=job_id, index=r["index"], edit_type=r["edit_type"], reason=r["reason"],
-            config=LaunchConfig.model_validate(r["config"]).label(), accuracy_status=r["accuracy_status"],
-            performance_status=r["performance_status"], speedup=r["speedup"], pct_of_copy=r["pct_of_copy"],
-            accepted=r["accepted"], verdict=r["verdict"]))
-    crud.add_event(engine, job_id, "finalize", f"verified: best is round {report['best_round']}")
-    crud.update_job(engine, job_id, best_round=report["best_round"], message=report["message"], op_name=report["op"])
+    job_id, measured, report = store_gpu_job(engine)
     with server.client() as client:
         thread = client.post("/threads").json()["id"]
     threads.add_message(engine, thread, ChatMessage(
