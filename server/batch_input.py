@@ -22,7 +22,7 @@ def taskbook_tasks(text: str) -> list[tuple[str, str]]:
 
 
 def jsonl_tasks(text: str) -> list[tuple[str, str]]:
-    """Return (title, spec) per JSONL record `{"spec": ..., "name"?: ...}`; blank lines are skipped."""
+    """Return (title, spec) per JSONL record `{"spec": ..., "name"?: ..., "reference"?: code}`; skip blank lines."""
     tasks = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -33,13 +33,22 @@ def jsonl_tasks(text: str) -> list[tuple[str, str]]:
             raise BatchInputError(f"jsonl line {number}: not JSON ({exc.msg})") from None
         if not isinstance(record, dict) or not isinstance(record.get("spec"), str) or not record["spec"].strip():
             raise BatchInputError(f'jsonl line {number}: a record needs a non-empty "spec" string')
-        unknown = set(record) - {"spec", "name"}
+        unknown = set(record) - {"spec", "name", "reference"}
         if unknown:
             raise BatchInputError(f"jsonl line {number}: unknown field(s) {', '.join(sorted(unknown))} "
-                                  "(a record has spec and, optionally, name)")
+                                  "(a record has spec and, optionally, name and reference)")
+        reference = record.get("reference")
+        if reference is not None and (not isinstance(reference, str) or not reference.strip()):
+            raise BatchInputError(f"jsonl line {number}: a reference is PyTorch code, as a non-empty string")
         name = record.get("name")
-        tasks.append((name if isinstance(name, str) and name.strip() else f"line {number}", record["spec"]))
+        spec = record["spec"] if reference is None else with_reference(record["spec"], reference)
+        tasks.append((name if isinstance(name, str) and name.strip() else f"line {number}", spec))
     return tasks
+
+
+def with_reference(spec: str, reference: str) -> str:
+    """Append the record's PyTorch reference to its spec as a code block: the reader makes the code the reference."""
+    return f"{spec.rstrip()}\n\n```python\n{reference.strip()}\n```\n"
 
 
 def spec_tasks(specs: list[str]) -> list[tuple[str, str]]:

@@ -88,16 +88,21 @@ def test_a_task_book_runs_as_a_batch_with_a_report(start_server: Callable[..., L
 def test_specs_and_jsonl_batches_and_their_refusals(start_server: Callable[..., LiveServer]) -> None:
     live = start_server()
     with live.client() as client:
+        reference = "import torch\n\ndef gelu_ref(x):\n    return torch.nn.functional.gelu(x)\n"
         jsonl = "\n".join(json.dumps(r) for r in ({"spec": RELU, "name": "relu"},
-                                                  {"spec": "sigmoid of x [8, 8] float32"}))
+                                                  {"spec": "sigmoid of x [8, 8] float32"},
+                                                  {"spec": "GELU, x [8, 40] float32", "reference": reference}))
         batch = client.post("/batches", json={"jsonl": jsonl, "device": "cpu"}).json()
         specs = client.post("/batches", json={"specs": [RELU], "device": "cpu"}).json()
         done = wait_batch(client, batch["id"])
-        assert [t["title"] for t in done["tasks"]] == ["relu", "line 2"]
-        assert [t["status"] for t in done["tasks"]] == ["verified", "verified"]
+        assert [t["title"] for t in done["tasks"]] == ["relu", "line 2", "line 3"]
+        assert [t["status"] for t in done["tasks"]] == ["verified", "verified", "verified"]
+        checked = client.get(f"/jobs/{done['tasks'][2]['job_id']}").json()
+        assert checked["reading"]["source"] == "code" and checked["reading"]["code"]["entry"] == "gelu_ref"
         assert wait_batch(client, specs["id"])["counts"]["verified"] == 1
         for body, words in (({"jsonl": '{"spec": "x"}\nnot json'}, "line 2: not JSON"),
                             ({"jsonl": '{"text": "x"}'}, 'needs a non-empty "spec"'),
+                            ({"jsonl": '{"spec": "x", "reference": 3}'}, "a reference is PyTorch code"),
                             ({"specs": []}, "no task"),
                             ({"specs": [RELU], "taskbook": BOOK}, "exactly one"),
                             ({}, "exactly one")):
