@@ -89,6 +89,8 @@ def start(engine: Engine, service: JobService, thread_id: int, message: ChatMess
           task: int | None = None) -> ChatMessage:
     """Submit the job a reading describes (or one task of a task book) and record it in the thread."""
     data = data_of(message)
+    if message.role != "assistant":
+        raise ValueError("only a reading (the service's reply) can be started, not what was written")
     if message.kind == "tasks":
         tasks = data.get("tasks", [])
         if task is None or not 0 <= task < len(tasks) or tasks[task].get("status") != "read":
@@ -115,7 +117,7 @@ def start_batch(engine: Engine, service: JobService, thread_id: int, message: Ch
     """Submit every read task of a task book as one batch and record it in the thread."""
     from server.batches import submit_batch
 
-    tasks = data_of(message).get("tasks", [])
+    tasks = data_of(message).get("tasks", []) if message.role == "assistant" else []
     chosen = [(t.get("task") or f"task {i + 1}", _task_spec(message.spec_text or "", i))
               for i, t in enumerate(tasks) if t.get("status") == "read"]
     if message.kind != "tasks" or not chosen:

@@ -22,7 +22,7 @@ class MessageCreate(BaseModel):
 class StartCreate(BaseModel):
     """Which task of a task book to start (none for a single reading)."""
 
-    task: int | None = Field(default=None, ge=0, le=999)
+    task: int | None = Field(default=None, ge=0, le=999, strict=True)  # `false` is no task number
 
 
 class MessagePublic(BaseModel):

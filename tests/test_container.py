@@ -155,13 +155,14 @@ def test_the_default_torch_is_the_range_the_project_declares() -> None:
     assert json.loads(default) in declared
 
 
-def test_the_healthcheck_targets_a_route_the_app_serves_without_a_token() -> None:
+def test_the_healthcheck_targets_a_route_the_app_serves_without_a_token(tmp_path: Path) -> None:
     from server.app import create_app
     from server.routes import PUBLIC_ROUTERS
 
     found = re.search(r"http://127\.0\.0\.1:[^/]+(/[\w/.-]*)", " ".join(healthcheck_argv()))
     assert found
-    app = create_app(Settings(_env_file=None, api_tokens=["alice:secret"]))  # type: ignore[call-arg]
+    app = create_app(Settings(_env_file=None, api_tokens=["alice:secret"],  # type: ignore[call-arg]
+                              database_url=f"sqlite:///{tmp_path / 'kg.db'}"))  # not the user's own database
     assert "get" in app.openapi()["paths"][found.group(1)]
     # Included without the token dependency (the live check below shows it answers without one).
     assert any(getattr(route, "path", None) == found.group(1) for router in PUBLIC_ROUTERS for route in router.routes)

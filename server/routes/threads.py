@@ -72,7 +72,7 @@ def start_job(message_id: MessageId, thread: ThreadDep, engine: EngineDep, servi
     """Queue the job of a reading (or of one task of a task book); 409 if it was started already."""
     assert thread.id is not None
     message = threads.get_message(engine, thread.id, message_id)
-    if message is None or message.role != "assistant":
+    if message is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"message {message_id} not found in thread {thread.id}")
     task = body.task if body else None
     started = [m for m in threads.list_messages(engine, thread.id)
@@ -95,7 +95,7 @@ def start_batch(message_id: MessageId, thread: ThreadDep, engine: EngineDep, ser
     """Queue one batch with every read task of a task book; 409 if it was started already."""
     assert thread.id is not None
     message = threads.get_message(engine, thread.id, message_id)
-    if message is None or message.role != "assistant":
+    if message is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"message {message_id} not found in thread {thread.id}")
     started = [m for m in threads.list_messages(engine, thread.id)
                if m.kind == "batch" and chat.data_of(m).get("from_message") == message_id]

@@ -46,8 +46,8 @@ def test_a_spec_is_read_before_anything_runs_and_started_once(start_server: Call
         detail = client.get(f"/threads/{thread}").json()
         assert detail["title"] == RELU[:80]
         assert [m["kind"] for m in detail["messages"]] == ["text", "reading", "job"]
-        # A user message cannot be started; nor can a message of another thread.
-        assert client.post(f"/threads/{thread}/messages/{said[0]['id']}/start").status_code == 404
+        # A user message cannot be started (422: it exists); a message of another thread is not found there.
+        assert client.post(f"/threads/{thread}/messages/{said[0]['id']}/start").status_code == 422
         other = _thread(client)
         assert client.post(f"/threads/{other}/messages/{reading['id']}/start").status_code == 404
 
