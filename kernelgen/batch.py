@@ -65,7 +65,7 @@ def batch(
         except (BatchInputError, ValueError) as exc:
             raise typer.BadParameter(str(exc), param_hint="FILE") from None
         options = {"device": device} | ({"rounds": rounds} if rounds else {})
-        batch_id = batches.create_batch(engine, None, file.name, source, json.dumps(options), tasks)
+        batch_id = batches.create_batch(engine, None, file.name, f"cli-{source}", json.dumps(options), tasks)
         out.mkdir(parents=True, exist_ok=True)
         state_file.write_text(json.dumps({"batch": batch_id, "file": str(file)}))
     tasks_rows = batches.list_tasks(engine, batch_id)
@@ -85,7 +85,13 @@ def batch(
 
             folder = out / f"task_{task.index + 1:03d}_{_slug(task.title)}"
             request = JobRequest(spec_text=task.spec_text, out_dir=str(folder), device=device, rounds=rounds)
-            final = run_job(request, settings, report)
+            try:
+                final = run_job(request, settings, report)
+            except Exception as exc:  # the job row says failed; the next tasks still run (--resume retries this)
+                progress.update(line, description=f"{task.index + 1}. {task.title[:40]}: crashed: {exc}"[:120],
+                                total=1, completed=1)
+                progress.advance(overall)
+                continue
             assert task.id is not None
             batches.link_job(engine, task.id, int(final["job_id"]))
             progress.update(line, description=f"{task.index + 1}. {task.title[:40]}: {final.get('status')}",

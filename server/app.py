@@ -16,7 +16,7 @@ from server.deps import get_principal
 from server.notify import JobNotifier
 from server.redact import Redactor
 from server.routes import PUBLIC_ROUTERS, ROUTERS
-from server.security import BodyLimitMiddleware, SameOriginMiddleware
+from server.security import BodyLimitMiddleware, SameOriginMiddleware, is_loopback
 from server.service import JobService
 
 DESCRIPTION = """Turn a plain-language operator spec into a verified Triton kernel.
@@ -56,7 +56,8 @@ def create_app(settings: Settings | None = None, service: JobService | None = No
         app.include_router(router)
     app.state.api_routes = [route for router in (*ROUTERS, *PUBLIC_ROUTERS) for route in router.routes]  # for `Allow`
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
-    app.add_middleware(SameOriginMiddleware, allowed_origins=settings.cors_origins)
+    app.add_middleware(SameOriginMiddleware, allowed_origins=settings.cors_origins,
+                       loopback_only=is_loopback(settings.host))
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],

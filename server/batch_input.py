@@ -6,6 +6,7 @@ import json
 
 from agent.reader import split_tasks
 from agent.reader.taskbook import task_headings
+from server.schemas import storable
 
 MAX_TASKS = 500
 
@@ -63,6 +64,11 @@ def checked(tasks: list[tuple[str, str]], max_spec_bytes: int) -> list[tuple[str
     if len(tasks) > MAX_TASKS:
         raise BatchInputError(f"the batch holds {len(tasks)} tasks; the limit is {MAX_TASKS}")
     for title, spec in tasks:
+        for text in (title, spec):
+            try:
+                storable(text)  # JSONL escapes (\u0000, lone surrogates) decode only here
+            except ValueError as exc:
+                raise BatchInputError(f"{title[:80]!r}: {exc}") from None
         if not spec.strip():
             raise BatchInputError(f"{title}: the spec is blank")
         if len(spec.encode()) > max_spec_bytes:

@@ -54,8 +54,9 @@ def _fast_p(axes: Any, report: dict[str, Any]) -> None:
 
 def _speedups(axes: Any, report: dict[str, Any]) -> None:
     """Each verified task's speedup vs eager and vs torch.compile, sorted (a log scale, 1x marked)."""
-    rows = sorted((t["speedup_vs_eager"], t.get("speedup_vs_compile"), t["op"] or t["title"])
-                   for t in report["tasks"] if t["status"] == "verified" and t.get("speedup_vs_eager"))
+    rows = sorted(((t["speedup_vs_eager"], t.get("speedup_vs_compile"), t["op"] or t["title"])
+                   for t in report["tasks"] if t["status"] == "verified" and t.get("speedup_vs_eager")),
+                  key=lambda row: row[0])  # ties would compare a None torch.compile figure
     if not rows:
         _empty(axes, "no task was measured on an accelerator")
         return

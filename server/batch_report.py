@@ -30,7 +30,10 @@ def task_figures(engine: Engine, task: BatchTask, job: Job | None, status: str) 
     kept = [r for r in rounds if job is not None and r.index == job.best_round]
     seconds = None
     if job is not None and status in ("verified", "failed", "rejected", "cancelled"):
-        seconds = round((_aware(job.updated_at) - _aware(job.created_at)).total_seconds(), 1)
+        from server.batches import run_seconds
+
+        ran = run_seconds(engine, job)  # its run, not its wait behind the batch's other tasks
+        seconds = round(ran, 1) if ran is not None else None
     understood = report.get("understood") or {}
     kept_round = [r for r in report.get("rounds", []) if r.get("index") == report.get("best_round")]
     best_round: dict[str, Any] = kept_round[0] if kept_round else {}

@@ -15,7 +15,8 @@ BatchText = Annotated[str, StringConstraints(min_length=1), AfterValidator(stora
 class BatchCreate(JobOptions):
     """A batch: exactly one of a task book, a list of specs or JSONL records; the options apply to every task."""
 
-    name: str = Field(default="", max_length=200, description="A name for the report.")
+    name: Annotated[str, AfterValidator(storable)] = Field(default="", max_length=200,
+                                                           description="A name for the report.")
     taskbook: BatchText | None = Field(default=None, description="A task book in markdown (one task per heading).")
     specs: list[SpecText] | None = Field(default=None, description="Specs, one task each.")
     jsonl: BatchText | None = Field(default=None, description='JSON lines: {"spec": "...", "name": "..."} each.')

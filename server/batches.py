@@ -7,12 +7,15 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import Engine
+
 from agent.state import JobRequest
 from server.service import FINAL_STATUSES, JobService
 from storage import batches, crud
 from storage.models import Batch, BatchTask, Job
 
 log = logging.getLogger(__name__)
+ETA_SAMPLE = 20  # finished tasks whose run time the estimate averages
 
 
 def submit_batch(service: JobService, owner: str | None, name: str, source: str, tasks: list[tuple[str, str]],
@@ -30,6 +33,9 @@ def submit_tasks(service: JobService, batch_id: int) -> None:
         return
     options = json.loads(batch.options_json or "{}")
     for task in batches.list_tasks(service.engine, batch_id):
+        current = batches.get_batch(service.engine, batch_id)
+        if current is None or current.cancel_requested:  # a cancel that came while the tasks were being queued
+            return
         if task.job_id is None:
             assert task.id is not None
             job_id = service.submit(JobRequest(spec_text=task.spec_text, **options), owner=batch.owner)
@@ -70,19 +76,32 @@ def progress(service: JobService, batch: Batch) -> dict[str, Any]:
     assert batch.id is not None
     rows = task_rows(service, batches.list_tasks(service.engine, batch.id))
     counts = {status: 0 for status in ("queued", "running", *FINAL_STATUSES)}
+    if batch.cancel_requested:  # a task never submitted before the cancel will not be
+        rows = [(task, job, "cancelled" if job is None else status) for task, job, status in rows]
     for _, _, status in rows:
         counts[status] = counts.get(status, 0) + 1
-    done = [job for _, job, status in rows if job is not None and status in FINAL_STATUSES]
-    left = len(rows) - len(done)
+    finished = [job for _, job, status in rows if job is not None and status in FINAL_STATUSES]
+    left = sum(1 for _, _, status in rows if status not in FINAL_STATUSES)
     eta = None
-    if done and left:  # the finished tasks' mean time, over the jobs that run at once
-        mean = sum(max(0.0, (_aware(j.updated_at) - _aware(j.created_at)).total_seconds()) for j in done) / len(done)
-        eta = round(mean * left / max(1, service.settings.concurrency), 1)
+    if finished and left:  # the last finished tasks' mean run time (not their wait), over the jobs run at once
+        times = [t for t in (run_seconds(service.engine, job) for job in finished[-ETA_SAMPLE:]) if t is not None]
+        if times:
+            eta = round(sum(times) / len(times) * left / max(1, service.settings.concurrency), 1)
+    done = finished
     status = "cancelled" if batch.cancel_requested and left == 0 and counts["cancelled"] else (
         "done" if left == 0 else "running" if counts["running"] or done else "queued")
     return {"status": status, "total": len(rows), "counts": counts, "eta_s": eta,
             "tasks": [{"index": t.index, "title": t.title, "job_id": t.job_id, "status": s,
                        "op": j.op_name if j else None, "stage": j.stage if j else ""} for t, j, s in rows]}
+
+
+def run_seconds(engine: Engine, job: Job) -> float | None:
+    """Return how long a finished job ran: from its first event after the queue to its last change."""
+    assert job.id is not None
+    started = next((e.created_at for e in crud.list_events(engine, job.id) if e.stage != "queued"), None)
+    if started is None:
+        return None
+    return max(0.0, (_aware(job.updated_at) - _aware(started)).total_seconds())
 
 
 def _aware(moment: datetime) -> datetime:

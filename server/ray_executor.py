@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kernelgen.settings import Settings
@@ -14,12 +15,16 @@ from storage import crud
 log = logging.getLogger(__name__)
 
 
+_services: dict[str, Any] = {}  # one service (engine, checkpointer pool, graph) per worker process and settings
+
+
 def run_on_worker(settings_json: str, job_id: int) -> str:
     """Run one job in a Ray worker through a service of its own (no executor); return its final status."""
     from server.service import JobService
 
-    settings = Settings.model_validate_json(settings_json)
-    service = JobService(settings)
+    service = _services.get(settings_json)
+    if service is None:
+        service = _services[settings_json] = JobService(Settings.model_validate_json(settings_json))
     service.run_one(job_id)
     job = crud.get_job(service.engine, job_id)
     return job.status if job is not None else "deleted"
@@ -28,7 +33,7 @@ def run_on_worker(settings_json: str, job_id: int) -> str:
 class RayExecutor:
     """Submit each job as a Ray task; a task whose worker dies runs again and resumes from the job's checkpoint."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, on_lost: Callable[[int, str], None]) -> None:
         import ray
 
         address = settings.ray_address or os.environ.get("RAY_ADDRESS") or "auto"
@@ -38,6 +43,7 @@ class RayExecutor:
         self._engine_url = settings.database_url
         self._remote = ray.remote(max_retries=settings.ray_max_retries, retry_exceptions=False)(run_on_worker)
         self._refs: dict[int, Any] = {}  # job id -> object ref, in submission order
+        self._on_lost = on_lost  # fails a job whose task ended without a final status
         self._lock = threading.Lock()
         self._gpus = ray.cluster_resources().get("GPU", 0)
         self._npus = ray.cluster_resources().get("NPU", 0)
@@ -105,4 +111,10 @@ class RayExecutor:
         done, _ = self._ray.wait(list(self._refs.values()), num_returns=len(self._refs), timeout=0)
         finished = set(done)
         for job_id in [j for j, ref in self._refs.items() if ref in finished]:
-            self._refs.pop(job_id)
+            ref = self._refs.pop(job_id)
+            try:
+                self._ray.get(ref)
+            except Exception as exc:  # the worker died past its retries, or the job could not start there
+                if self._status(job_id) in ("queued", "running"):
+                    self._on_lost(job_id, f"its Ray task ended without finishing the job: {type(exc).__name__}: "
+                                          f"{str(exc)[:300]}")

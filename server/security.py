@@ -82,20 +82,30 @@ class SameOriginMiddleware:
     loopback server without tokens, where a cross-site form or fetch would otherwise reach the API.
     """
 
-    def __init__(self, app: ASGIApp, allowed_origins: list[str]) -> None:
+    def __init__(self, app: ASGIApp, allowed_origins: list[str], loopback_only: bool = False) -> None:
         self.app = app
         self.allowed = {origin.rstrip("/").lower() for origin in allowed_origins}
+        self.loopback_only = loopback_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Check the origin of unsafe requests; pass the rest through."""
-        if scope["type"] == "http" and scope["method"].encode() in UNSAFE_METHODS:
+        """Check the Host of every request on a loopback server, and the origin of unsafe requests."""
+        if scope["type"] == "http":
             headers = dict(scope["headers"])
-            origin = headers.get(b"origin", b"").decode("latin-1").rstrip("/").lower()
             host = headers.get(b"host", b"").decode("latin-1").lower()
-            if origin and origin not in self.allowed and origin.split("://", 1)[-1] != host:
-                body = json.dumps({"detail": f"cross-site request refused (origin {origin[:100]})"}).encode()
-                await send({"type": "http.response.start", "status": 403, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+            name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
+            # DNS rebinding: another site's name resolving to 127.0.0.1 would make its pages same-origin.
+            if self.loopback_only and host and not is_loopback(name):
+                await self._refuse(send, f"host {host[:100]} is not this loopback server's name")
+                return
+            origin = headers.get(b"origin", b"").decode("latin-1").rstrip("/").lower()
+            if scope["method"].encode() in UNSAFE_METHODS and origin and origin not in self.allowed \
+                    and origin.split("://", 1)[-1] != host:
+                await self._refuse(send, f"cross-site request refused (origin {origin[:100]})")
                 return
         await self.app(scope, receive, send)
+
+    async def _refuse(self, send: Send, detail: str) -> None:
+        body = json.dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": 403, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})

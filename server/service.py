@@ -55,7 +55,7 @@ class JobService:
         if self.settings.executor == "ray":
             from server.ray_executor import RayExecutor
 
-            self._executor = RayExecutor(self.settings)
+            self._executor = RayExecutor(self.settings, self._fail)
         else:
             self._executor = LocalExecutor(self._run, self.settings.concurrency)
         self._recover()

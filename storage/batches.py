@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from storage.models import Batch, BatchTask, JobEvent
 
@@ -69,7 +69,8 @@ def unsubmitted(engine: Engine) -> list[BatchTask]:
     """Return the tasks of live batches whose job was never submitted (a restart during submission)."""
     with Session(engine) as session:
         query = (select(BatchTask).join(Batch, col(Batch.id) == col(BatchTask.batch_id))
-                 .where(col(BatchTask.job_id).is_(None), col(Batch.cancel_requested).is_(False))
+                 .where(col(BatchTask.job_id).is_(None), col(Batch.cancel_requested).is_(False),
+                        col(Batch.source).not_like("cli-%"))  # the command line runs its own batches
                  .order_by(col(BatchTask.batch_id), col(BatchTask.index)))
         return list(session.exec(query).all())
 
@@ -80,3 +81,20 @@ def batch_events(engine: Engine, batch_id: int, after_id: int = 0) -> list[tuple
         query = (select(BatchTask.index, JobEvent).join(JobEvent, col(JobEvent.job_id) == col(BatchTask.job_id))
                  .where(BatchTask.batch_id == batch_id, col(JobEvent.id) > after_id).order_by(col(JobEvent.id)))
         return [(index, event) for index, event in session.exec(query).all()]
+
+
+def open_tasks(engine: Engine, batch_id: int) -> int:
+    """Count a batch's tasks not over: never submitted (unless the batch was cancelled) or with an unfinished job."""
+    from storage.models import Job
+
+    with Session(engine) as session:
+        batch = session.get(Batch, batch_id)
+        if batch is None:
+            return 0
+        unsubmitted = session.exec(select(func.count()).select_from(BatchTask).where(
+            BatchTask.batch_id == batch_id, col(BatchTask.job_id).is_(None))).one()
+        running = session.exec(select(func.count()).select_from(BatchTask)
+                               .join(Job, col(Job.id) == col(BatchTask.job_id))
+                               .where(BatchTask.batch_id == batch_id,
+                                      col(Job.status).in_(("queued", "running")))).one()
+        return int(running) + (0 if batch.cancel_requested else int(unsubmitted))

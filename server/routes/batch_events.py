@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 import anyio
 from fastapi import Request
 
-from server import batches
 from server.redact import Redactor
 from server.service import JobService
 from storage import batches as stored
@@ -18,14 +17,13 @@ POLL_S = 0.5
 HEARTBEAT_S = 10.0
 
 
-def _poll(service: JobService, batch_id: int, after: int) -> tuple[bool, list[str]]:
+def _poll(service: JobService, redactor: Redactor, batch_id: int, after: int) -> tuple[bool, list[str]]:
     """Read whether the batch is over (first, so nothing is missed), then its new events as SSE messages."""
-    batch = stored.get_batch(service.engine, batch_id)
-    over = batch is None or batches.progress(service, batch)["status"] in ("done", "cancelled")
+    over = stored.get_batch(service.engine, batch_id) is None or not stored.open_tasks(service.engine, batch_id)
     messages = []
     for index, event in stored.batch_events(service.engine, batch_id, after):
         data = {"id": event.id, "task": index, "job_id": event.job_id, "seq": event.seq, "stage": event.stage,
-                "message": event.message, "created_at": event.created_at.isoformat()}
+                "message": redactor.text(event.message), "created_at": event.created_at.isoformat()}
         messages.append((event.id or 0, f"id: {event.id}\nevent: {' '.join(event.stage.split()) or 'progress'}\n"
                                         f"data: {json.dumps(data)}\n\n"))
     return over, [m for _, m in sorted(messages)]
@@ -36,10 +34,10 @@ async def stream_batch(request: Request, service: JobService, redactor: Redactor
     """Yield the batch's events as they are recorded, heartbeats while idle, and `end` once every task is over."""
     beat = time.monotonic()
     while True:
-        over, messages = await anyio.to_thread.run_sync(_poll, service, batch_id, after)
+        over, messages = await anyio.to_thread.run_sync(_poll, service, redactor, batch_id, after)
         for message in messages:
             after = int(message.split("\n", 1)[0].removeprefix("id: "))
-            yield redactor.text(message)
+            yield message
         if over:
             yield f"event: end\ndata: {json.dumps({'batch': batch_id})}\n\n"
             return

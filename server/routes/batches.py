@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 from fastapi.responses import HTMLResponse, PlainTextResponse, StreamingResponse
 
+from agent.generators.config_rules import config_from_label
+from agent.llm.config import LlmConfigError, resolve_llm
 from server import batch_plots, batch_report, batches
 from server.batch_input import BatchInputError, checked, jsonl_tasks, spec_tasks, taskbook_tasks
 from server.batch_schemas import BatchAccepted, BatchCreate, BatchDetail, BatchesPublic
@@ -60,7 +62,14 @@ def submit(body: BatchCreate, response: Response, service: ServiceDep, settings:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     if body.device != "auto" and body.device not in service.devices:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"device: {body.device} is not available here")
-    options = body.model_dump(include={"device", "rounds", "target_speedup", "llm"}, exclude_none=True)
+    try:
+        resolve_llm(body.llm, settings)  # an LLM the server does not have fails now, not in every task
+    except LlmConfigError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"llm: {exc}") from None
+    options = body.model_dump(include={"device", "rounds", "target_speedup", "llm", "initial_config"},
+                              exclude_none=True)
+    if "initial_config" in options:
+        options["initial_config"] = config_from_label(options["initial_config"]).model_dump()
     batch_id = batches.submit_batch(service, principal.name, body.name, source, tasks, options)
     base = f"/batches/{batch_id}"
     response.headers["Location"] = base
@@ -137,7 +146,7 @@ def events(request: Request, batch: BatchDep, service: ServiceDep, redactor: Red
     """Stream every task's job events (with the task index), then `end` once every task is over."""
     assert batch.id is not None
     after = request.headers.get("last-event-id", "0")
-    start = int(after) if after.isdigit() else 0
+    start = int(after) if after.isdigit() and len(after) <= 12 else 0
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream_batch(request, service, redactor, batch.id, start),
                              media_type="text/event-stream", headers=headers)

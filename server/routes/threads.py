@@ -74,7 +74,7 @@ def start_job(message_id: MessageId, thread: ThreadDep, engine: EngineDep, servi
     message = threads.get_message(engine, thread.id, message_id)
     if message is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"message {message_id} not found in thread {thread.id}")
-    task = body.task if body else None
+    task = body.task if body and message.kind == "tasks" else None  # a reading has no task number
     started = [m for m in threads.list_messages(engine, thread.id)
                if m.kind == "job" and chat.data_of(m).get("from_message") == message_id
                and chat.data_of(m).get("task") == task]

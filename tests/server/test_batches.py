@@ -103,6 +103,8 @@ def test_specs_and_jsonl_batches_and_their_refusals(start_server: Callable[..., 
         for body, words in (({"jsonl": '{"spec": "x"}\nnot json'}, "line 2: not JSON"),
                             ({"jsonl": '{"text": "x"}'}, 'needs a non-empty "spec"'),
                             ({"jsonl": '{"spec": "x", "reference": 3}'}, "a reference is PyTorch code"),
+                            ({"jsonl": '{"spec": "relu of x [4] \\u0000"}'}, "NUL"),
+                            ({"specs": [RELU], "llm": "openai"}, "llm:"),
                             ({"specs": []}, "no task"),
                             ({"specs": [RELU], "taskbook": BOOK}, "exactly one"),
                             ({}, "exactly one")):

@@ -43,6 +43,8 @@ def test_a_spec_is_read_before_anything_runs_and_started_once(start_server: Call
         assert wait_final(client, job_id)["status"] == "verified"
         again = client.post(f"/threads/{thread}/messages/{reading['id']}/start", json={})
         assert again.status_code == 409 and str(job_id) in again.json()["detail"]
+        # A task number on a reading is no way around it (a reading has no tasks).
+        assert client.post(f"/threads/{thread}/messages/{reading['id']}/start", json={"task": 0}).status_code == 409
         detail = client.get(f"/threads/{thread}").json()
         assert detail["title"] == RELU[:80]
         assert [m["kind"] for m in detail["messages"]] == ["text", "reading", "job"]
@@ -121,6 +123,10 @@ def test_cross_site_writes_are_refused(start_server: Callable[..., LiveServer]) 
     with live.client() as client:
         evil = client.post("/threads", headers={"Origin": "https://evil.example"})
         assert evil.status_code == 403
+        # DNS rebinding: another site's name pointed at 127.0.0.1 is not this loopback server's name.
+        rebound = client.get("/threads", headers={"Host": "evil.example:8000"})
+        assert rebound.status_code == 403 and "not this loopback server" in rebound.json()["detail"]
+        assert client.get("/threads", headers={"Host": "localhost"}).status_code == 200
         assert client.get("/threads").json()["items"] == []
         same = client.post("/threads", headers={"Origin": live.url})
         assert same.status_code == 201

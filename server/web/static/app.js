@@ -149,7 +149,9 @@ async function send(text) {
       openedFromHash = thread.id;
       location.hash = `thread=${thread.id}`;
     }
-    const said = await api(`/threads/${threadId}/messages`, { method: "POST", body: { text } });
+    const sentTo = threadId;
+    const said = await api(`/threads/${sentTo}/messages`, { method: "POST", body: { text } });
+    if (sentTo !== threadId) return; // the person opened another thread meanwhile: the reply is kept there
     $("composer-text").value = "";
     $("welcome").hidden = true;
     for (const message of said) $("messages").append(renderMessage(message, said));
@@ -227,7 +229,7 @@ function startControls(message, all, task) {
   start.addEventListener("click", async () => {
     start.disabled = true;
     try {
-      const job = await api(`/threads/${threadId}/messages/${message.id}/start`,
+      const job = await api(`/threads/${message.thread_id}/messages/${message.id}/start`,
         { method: "POST", body: task === null ? {} : { task } });
       note.replaceChildren(tx("span", "started", { job: job.job_id }));
       $("messages").append(jobCard(job));
@@ -270,7 +272,7 @@ function tasksCard(message, all_) {
   all.addEventListener("click", async () => {
     all.disabled = true;
     try {
-      const started = await api(`/threads/${threadId}/messages/${message.id}/batch`, { method: "POST" });
+      const started = await api(`/threads/${message.thread_id}/messages/${message.id}/batch`, { method: "POST" });
       note.replaceChildren(tx("span", "batch", { batch: started.data.batch_id }));
       $("messages").append(batchCard(started));
     } catch (error) {
