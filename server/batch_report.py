@@ -5,11 +5,11 @@ from __future__ import annotations
 import html
 import json
 import math
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine
 
+from server.batches import aware, run_seconds
 from storage import crud
 from storage.models import Batch, BatchTask, Job
 
@@ -30,8 +30,6 @@ def task_figures(engine: Engine, task: BatchTask, job: Job | None, status: str) 
     kept = [r for r in rounds if job is not None and r.index == job.best_round]
     seconds = None
     if job is not None and status in ("verified", "failed", "rejected", "cancelled"):
-        from server.batches import run_seconds
-
         ran = run_seconds(engine, job)  # its run, not its wait behind the batch's other tasks
         seconds = round(ran, 1) if ran is not None else None
     understood = report.get("understood") or {}
@@ -76,7 +74,7 @@ def totals(lines: list[dict[str, Any]]) -> dict[str, Any]:
 def build(batch: Batch, lines: list[dict[str, Any]]) -> dict[str, Any]:
     """Assemble the report of a batch from its task lines."""
     return {"batch": batch.id, "name": batch.name, "source": batch.source,
-            "created_at": _aware(batch.created_at).isoformat(), "totals": totals(lines), "tasks": lines}
+            "created_at": aware(batch.created_at).isoformat(), "totals": totals(lines), "tasks": lines}
 
 
 COLUMNS = (("number", "#"), ("title", "task"), ("status", "status"), ("op", "op"), ("family", "family"),
@@ -127,7 +125,3 @@ def to_html(report: dict[str, Any]) -> str:
             f"<h1>{title}</h1><table>{summary}</table><table><thead><tr>{head}</tr></thead>"
             f"<tbody>{rows}</tbody></table></body></html>")
 
-
-def _aware(moment: datetime) -> datetime:
-    """Treat a naive time (SQLite drops the zone) as UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -87,9 +87,8 @@ def progress(service: JobService, batch: Batch) -> dict[str, Any]:
         times = [t for t in (run_seconds(service.engine, job) for job in finished[-ETA_SAMPLE:]) if t is not None]
         if times:
             eta = round(sum(times) / len(times) * left / max(1, service.settings.concurrency), 1)
-    done = finished
     status = "cancelled" if batch.cancel_requested and left == 0 and counts["cancelled"] else (
-        "done" if left == 0 else "running" if counts["running"] or done else "queued")
+        "done" if left == 0 else "running" if counts["running"] or finished else "queued")
     return {"status": status, "total": len(rows), "counts": counts, "eta_s": eta,
             "tasks": [{"index": t.index, "title": t.title, "job_id": t.job_id, "status": s,
                        "op": j.op_name if j else None, "stage": j.stage if j else ""} for t, j, s in rows]}
@@ -101,9 +100,9 @@ def run_seconds(engine: Engine, job: Job) -> float | None:
     started = next((e.created_at for e in crud.list_events(engine, job.id) if e.stage != "queued"), None)
     if started is None:
         return None
-    return max(0.0, (_aware(job.updated_at) - _aware(started)).total_seconds())
+    return max(0.0, (aware(job.updated_at) - aware(started)).total_seconds())
 
 
-def _aware(moment: datetime) -> datetime:
+def aware(moment: datetime) -> datetime:
     """Treat a naive time (SQLite drops the zone) as UTC."""
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
