@@ -143,7 +143,8 @@ def test_the_page_and_its_assets_carry_a_strict_policy(start_server: Callable[..
         policy = page.headers["content-security-policy"]
         assert "script-src 'self'" in policy and "unsafe-inline" not in policy
         assert "<script>" not in page.text  # no inline script
-        for name in ("app.js", "render.js", "job.js", "results.js", "i18n.js", "api.js", "app.css", "icon.svg"):
+        for name in ("app.js", "render.js", "charts.js", "job.js", "results.js", "batch.js", "i18n.js", "api.js",
+                     "app.css", "icon.svg"):
             assert client.get(f"/static/{name}").status_code == 200, name
         assert client.get("/static/../kernelgen/settings.py").status_code == 404
         assert client.get("/static/missing.js").status_code == 404

@@ -1,7 +1,8 @@
 // A finished job's results: rounds, charts, the definition and log rendered, the four files, diffs, downloads.
 import { fetchFile, api, saveBlob } from "./api.js";
 import { t, tx } from "./i18n.js";
-import { el, highlightPython, renderDiff, renderMarkdown, rooflineChart, speedupChart } from "./render.js";
+import { rooflineChart, speedupChart } from "./charts.js";
+import { el, highlightPython, renderDiff, renderMarkdown } from "./render.js";
 
 const DOCS = ["definition.md", "optimization_log.md"];
 const KINDS = ["_triton.py", "_baseline.py", "_accuracy.py", "_performance.py"];
