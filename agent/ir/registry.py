@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -117,7 +118,17 @@ def all_ops() -> list[OpDef]:
     return list(_OPS.values())
 
 
+_LOAD_LOCK = threading.RLock()  # an op module that looks an op up while it registers re-enters
+_loaded = False
+
+
 def _load() -> None:
-    if _OPS:
+    # Not `if _OPS`: while one job's thread imports the op modules, _OPS fills up module by module, and another
+    # thread reading it then found `sum` missing (a spec read as a KeyError and rejected, one CI run in three).
+    global _loaded
+    if _loaded:
         return
-    from agent.ir import ops_elementwise, ops_linalg, ops_movement, ops_nn, ops_reduce  # noqa: F401  (register)
+    with _LOAD_LOCK:
+        if not _loaded:
+            from agent.ir import ops_elementwise, ops_linalg, ops_movement, ops_nn, ops_reduce  # noqa: F401
+            _loaded = True
