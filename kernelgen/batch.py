@@ -99,11 +99,11 @@ def batch(
             progress.advance(overall)
     stored = batches.get_batch(engine, batch_id)
     assert stored is not None
-    lines = []
+    rows = []
     for task in batches.list_tasks(engine, batch_id):
         job = crud.get_job(engine, task.job_id) if task.job_id is not None else None
-        lines.append(batch_report.task_figures(engine, task, job, job.status if job else "queued"))
-    built = batch_report.build(stored, lines)
+        rows.append((task, job, job.status if job else "queued"))  # no server: the row's status is the live one
+    built = batch_report.build(engine, stored, rows)
     (out / "report.json").write_text(json.dumps(built, indent=1, ensure_ascii=False))
     (out / "report.md").write_text(batch_report.to_markdown(built))
     (out / "report.html").write_text(batch_report.to_html(built))

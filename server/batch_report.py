@@ -71,8 +71,9 @@ def totals(lines: list[dict[str, Any]]) -> dict[str, Any]:
             "measured": sum(1 for line in verified if line["speedup_vs_eager"])}
 
 
-def build(batch: Batch, lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """Assemble the report of a batch from its task lines."""
+def build(engine: Engine, batch: Batch, rows: list[tuple[BatchTask, Job | None, str]]) -> dict[str, Any]:
+    """Assemble the report of a batch from its tasks, each with its job and status."""
+    lines = [task_figures(engine, task, job, status) for task, job, status in rows]
     return {"batch": batch.id, "name": batch.name, "source": batch.source,
             "created_at": aware(batch.created_at).isoformat(), "totals": totals(lines), "tasks": lines}
 

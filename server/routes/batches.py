@@ -41,7 +41,7 @@ def _report(service: ServiceDep, batch: Batch) -> dict[str, object]:
     """Build a batch's report from its tasks' jobs."""
     assert batch.id is not None
     rows = batches.task_rows(service, stored.list_tasks(service.engine, batch.id))
-    return batch_report.build(batch, [batch_report.task_figures(service.engine, t, j, s) for t, j, s in rows])
+    return batch_report.build(service.engine, batch, rows)
 
 
 def _detail(service: ServiceDep, batch: Batch) -> BatchDetail:
