@@ -30,7 +30,8 @@ class JobContext:
     profile_timeout_s: float = 300.0
     generator: Generator = field(default_factory=OfflineGenerator)
     report: Callable[[str, str], None] = _quiet
-    # Held while timing or profiling: one measuring job per accelerator (the service shares one lock).
-    measure_lock: AbstractContextManager[object] = field(default_factory=threading.Lock)
+    # Held while kernels run (accuracy, timing, search, profiling): one job per accelerator; the service shares
+    # its AcceleratorSlots, which also shows each run only the accelerator it holds.
+    accelerators: AbstractContextManager[object] = field(default_factory=threading.Lock)
     # The job's LLM endpoint; None: the offline generator alone (it rejects what it does not know).
     llm: LlmClient | None = None

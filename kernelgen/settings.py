@@ -47,7 +47,9 @@ class Settings(BaseSettings):
     api_admins: list[str] = []  # principals that see and cancel every job
     keep_alive_timeout_s: int = Field(default=5, ge=1)  # an idle kept-alive connection is closed after this
     header_timeout_s: float = Field(default=10.0, gt=0)  # a request's headers must arrive within this
-    concurrency: int = 2  # jobs run at once; profiling stages still take one accelerator at a time
+    # Jobs run at once; 0: two, or one per accelerator where there are more. Each stage that runs kernels holds one
+    # accelerator, so jobs beyond the accelerators' count overlap only their other stages.
+    concurrency: int = Field(default=0, ge=0)
     # Where queued jobs run: this process's worker threads, or a Ray cluster (ray_address, else RAY_ADDRESS).
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None

@@ -1,6 +1,8 @@
-# Sourced by the GPU scripts: put the carried wheels (.whl/) on PYTHONPATH and print the machine.
+# Sourced by the GPU scripts: put the carried packages (.site/ or .whl/) on PYTHONPATH and print the machine.
 # Usage: . scripts/_device_env.sh OUT_DIR
-if [ -d .whl ]; then
+if [ -f .site/site.tar.xz ]; then  # scripts/build_device_site.sh: our dependencies and Ray, unpacked
+  mkdir -p /tmp/site && tar xJf .site/site.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site:$PWD || exit 1
+elif [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site $(ls .whl/*.whl .whl/fallback/*.whl 2>/dev/null) \
     && export PYTHONPATH=/tmp/site:$PWD || exit 1
 else

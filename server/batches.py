@@ -86,7 +86,7 @@ def progress(service: JobService, batch: Batch) -> dict[str, Any]:
     if finished and left:  # the last finished tasks' mean run time (not their wait), over the jobs run at once
         times = [t for t in (run_seconds(service.engine, job) for job in finished[-ETA_SAMPLE:]) if t is not None]
         if times:
-            eta = round(sum(times) / len(times) * left / max(1, service.settings.concurrency), 1)
+            eta = round(sum(times) / len(times) * left / max(1, service.concurrency), 1)
     status = "cancelled" if batch.cancel_requested and left == 0 and counts["cancelled"] else (
         "done" if left == 0 else "running" if counts["running"] or finished else "queued")
     return {"status": status, "total": len(rows), "counts": counts, "eta_s": eta,

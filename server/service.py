@@ -11,6 +11,7 @@ from typing import Any
 from agent.graph import build_graph
 from agent.llm.config import LlmConfigError
 from agent.runner import RECURSION_LIMIT, job_context
+from agent.runtime.accelerators import AcceleratorSlots, count_accelerators
 from agent.runtime.isolation import current_policy, log_state, policy_from_settings
 from agent.runtime.sandbox import current_owner, kill_owned
 from agent.state import JobRequest
@@ -41,7 +42,9 @@ class JobService:
         self.engine = make_engine(settings.database_url)
         self.checkpointer = make_checkpointer(settings)
         self.graph = build_graph(self.checkpointer)
-        self.measure_lock = threading.Lock()  # one measuring (timing, profiling) job at a time per accelerator
+        # Every stage that runs kernels holds one accelerator (a Ray worker's service sees the one GPU Ray gave it).
+        self.accelerators = AcceleratorSlots(1)
+        self.concurrency = settings.concurrency or 2
         self.sandbox = policy_from_settings(settings)
         self.devices: dict[str, str] = {}  # the device kinds jobs can ask for, found at start
         self._cancels: dict[int, threading.Event] = {}
@@ -51,13 +54,16 @@ class JobService:
     def start(self) -> None:
         """Find the devices and the sandbox's isolation, start the workers, then requeue jobs left over."""
         self.devices = available_devices()
+        self.accelerators = AcceleratorSlots(count_accelerators())
+        # Auto: two jobs, or one per accelerator where there are more, so each GPU has a job measuring on it.
+        self.concurrency = self.settings.concurrency or max(2, self.accelerators.count)
         log_state(self.sandbox)  # loud when model-written code would run, or be refused, without isolation
         if self.settings.executor == "ray":
             from server.ray_executor import RayExecutor
 
             self._executor = RayExecutor(self.settings, self._fail)
         else:
-            self._executor = LocalExecutor(self._run, self.settings.concurrency)
+            self._executor = LocalExecutor(self._run, self.concurrency)
         self._recover()
 
     def stop(self) -> None:
@@ -168,7 +174,7 @@ class JobService:
             return
         try:
             context = job_context(self.settings, self.engine, self._reporter(job_id, cancel), job_id=job_id,
-                                  llm=request.llm, measure_lock=self.measure_lock)
+                                  llm=request.llm, accelerators=self.accelerators)
         except LlmConfigError as exc:  # the server's LLM settings changed since the job was queued
             self._fail(job_id, str(exc))
             return

@@ -3,6 +3,7 @@ audit of the model's test (the spec's cases, a deliberately wrong kernel)."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -32,43 +33,45 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc),
                                                       "accuracy": {"status": "refused", "message": str(exc)}})}
     folder = ctx.work_dir / f"job-{state['job_id']}"
-    run = run_file(
-        files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
-        device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s, trusted=files.trusted,
-    )
-    status = run.status
-    result = run.result | {"stderr_tail": run.stderr_tail[-4000:]} if run.status != "pass" else dict(run.result)
-    if files.origin == "llm":
-        result = clean_accuracy(result)  # the model wrote the file that wrote this
-    summary = (
-        f"{result.get('cases_run', 0) - result.get('cases_failed', 0)}/{result.get('cases_run', 0)} cases pass"
-        if "cases_run" in result else result.get("message", run.status)
-    )
-    if files.origin == "llm" and status in ("pass", "fail"):
-        # The model wrote the test too: an independent check with our inputs and cases must agree.
-        previous = None
-        if pending.edit_type == "interface":  # the reference changed with the signature: it must mean the same
-            # ... as the best version's, or, before any version passed, as the first version's.
-            before = state["best_files"] if state.get("best_round") is not None else state["first_files"]
-            previous = before.source("baseline")
-        check = cross_check(files, state["spec"], folder / f"round-{pending.index}-cross-check",
-                            device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s,
-                            previous_reference=previous)
-        result["cross_check"] = check.result | ({"stderr_tail": check.stderr_tail[-2000:]}
-                                                if check.status != "pass" else {})
-        checked = check.result.get("cases_run", 0) - check.result.get("cases_failed", 0)
-        summary += f"; independent check {checked}/{check.result.get('cases_run', 0)} cases pass"
-        if check.status != "pass" and status == "pass":
-            status = "fail"
-        if run.status == "pass":  # a test that passed must have run the spec's cases, and must be able to fail
-            problems = [p for p in (
-                missing_cases(result, state["spec"], state["device"].kind),
-                passes_a_wrong_kernel(files, folder / f"round-{pending.index}-audit", device=state["device"].kind,
-                                      timeout_s=ctx.accuracy_timeout_s)) if p]
-            if problems:
-                result["audit"] = {"status": "fail", "message": "; ".join(problems)}
-                summary += f"; the accuracy test itself fails the contract: {problems[0][:200]}"
+    # The test runs kernels: on an accelerator no other job is timing on (interpreter runs on the CPU overlap).
+    with ctx.accelerators if state["device"].kind != "cpu" else nullcontext():
+        run = run_file(
+            files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
+            device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s, trusted=files.trusted,
+        )
+        status = run.status
+        result = run.result | {"stderr_tail": run.stderr_tail[-4000:]} if run.status != "pass" else dict(run.result)
+        if files.origin == "llm":
+            result = clean_accuracy(result)  # the model wrote the file that wrote this
+        summary = (
+            f"{result.get('cases_run', 0) - result.get('cases_failed', 0)}/{result.get('cases_run', 0)} cases pass"
+            if "cases_run" in result else result.get("message", run.status)
+        )
+        if files.origin == "llm" and status in ("pass", "fail"):
+            # The model wrote the test too: an independent check with our inputs and cases must agree.
+            previous = None
+            if pending.edit_type == "interface":  # the reference changed with the signature: it must mean the same
+                # ... as the best version's, or, before any version passed, as the first version's.
+                before = state["best_files"] if state.get("best_round") is not None else state["first_files"]
+                previous = before.source("baseline")
+            check = cross_check(files, state["spec"], folder / f"round-{pending.index}-cross-check",
+                                device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s,
+                                previous_reference=previous)
+            result["cross_check"] = check.result | ({"stderr_tail": check.stderr_tail[-2000:]}
+                                                    if check.status != "pass" else {})
+            checked = check.result.get("cases_run", 0) - check.result.get("cases_failed", 0)
+            summary += f"; independent check {checked}/{check.result.get('cases_run', 0)} cases pass"
+            if check.status != "pass" and status == "pass":
                 status = "fail"
+            if run.status == "pass":  # a test that passed must have run the spec's cases, and must be able to fail
+                problems = [p for p in (
+                    missing_cases(result, state["spec"], state["device"].kind),
+                    passes_a_wrong_kernel(files, folder / f"round-{pending.index}-audit", device=state["device"].kind,
+                                          timeout_s=ctx.accuracy_timeout_s)) if p]
+                if problems:
+                    result["audit"] = {"status": "fail", "message": "; ".join(problems)}
+                    summary += f"; the accuracy test itself fails the contract: {problems[0][:200]}"
+                    status = "fail"
     skipped = result.get("skipped", [])
     reasons = "; ".join(dict.fromkeys(str(s.get("reason", "")) for s in skipped if isinstance(s, dict)))
     note = f", {len(skipped)} skipped ({reasons or 'no reason given'})" if skipped else ""

@@ -8,7 +8,7 @@ from typing import Any
 from agent.catalogue import Entry, load_catalogue
 from agent.ir import registry
 from agent.ir.bind import bind
-from agent.ir.expr import Const, Expr, Node, Ref, names, ops
+from agent.ir.expr import Const, Expr, Node, Ref, names, ops, walk
 from agent.ir.printer import to_text, to_torch
 from agent.ir.types import IRError
 from agent.reader.agreement import agree
@@ -129,6 +129,9 @@ def _with_formula(scene: Scene, formula: Formula, items: list[Item]) -> Composit
                 expr, more = _with_values(expr, hit)
                 notes += more
             continue
+        if len(labels) > 1 and _computes_a_part(scene, hit, formula):
+            used.append(hit)  # one of the names of a fused chain: it names a step of the formula
+            continue
         applied = _applied_to(scene, hit, formula, items)
         if applied:
             built, name, more = apply_entry(scene, hit, scene.inputs, formula.expr, [])
@@ -201,17 +204,35 @@ def _multi_term(expr: Expr) -> bool:
     return isinstance(expr, Node) and registry.get(expr.op).infix in ("+", "-", "*", "/")
 
 
-def _definition(scene: Scene, hit: Hit, formula: Formula) -> tuple[Expr, str] | None:
-    """Check that a name and the formula beside it compute the same; return the canonical IR and a note."""
-    inputs = [n for n in names(formula.expr) if n in scene.inputs]
-    params = {n: Ref(n) for n in names(formula.expr) if n in scene.bindings and n not in scene.inputs}
+def _named(scene: Scene, hit: Hit, expr: Expr) -> Expr | None:
+    """Build the named op over the inputs of an expression, in their order; None if it cannot take them."""
+    inputs = [n for n in names(expr) if n in scene.inputs]
+    params = {n: Ref(n) for n in names(expr) if n in scene.bindings and n not in scene.inputs}
     try:
         operands, _ = bind_roles(hit.entry, inputs)
         values = dict(hit.values) | {k: v for k, v in params.items() if hit.entry.param(k) is not None}
         if hit.entry.dim and "dim" not in values and registry.get(hit.entry.op or "add").param("dim"):
             values["dim"] = -1
-        named = hit.entry.build(dict(operands), values)
+        return hit.entry.build(dict(operands), values)
     except (IRError, SpecQuestion):
+        return None
+
+
+def _computes_a_part(scene: Scene, hit: Hit, formula: Formula) -> bool:
+    """Tell whether a proper part of the formula computes the named op (`linear + GELU: y = gelu(x @ W^T + b)`)."""
+    for part in walk(formula.expr):
+        if part is formula.expr or not isinstance(part, Node):
+            continue
+        named = _named(scene, hit, part)
+        if named is not None and agree(named, part, scene.types)[0]:
+            return True
+    return False
+
+
+def _definition(scene: Scene, hit: Hit, formula: Formula) -> tuple[Expr, str] | None:
+    """Check that a name and the formula beside it compute the same; return the canonical IR and a note."""
+    named = _named(scene, hit, formula.expr)
+    if named is None:
         return None
     same, figure = agree(named, formula.expr, scene.types)
     if not same:

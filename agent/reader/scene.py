@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agent.ir.expr import Expr, ops
+from agent.ir.family import VIEWS
 from agent.ir.types import ValueType
 from agent.reader.bindings import Binding
 from agent.reader.dims import DimPhrase
@@ -50,6 +51,7 @@ def inputs_said(scene: Scene) -> str:
 
 def derived_name(expr: Expr) -> str:
     """Name an operator after the ops its formula applies, innermost first."""
-    meaningful = [o for o in ops(expr) if o not in ("add", "sub", "mul", "div")]
-    parts = (meaningful or ops(expr))[:4]
+    computed = [o for o in ops(expr) if o not in VIEWS] or ops(expr)  # `scale.unsqueeze(-1)` names nothing
+    meaningful = [o for o in computed if o not in ("add", "sub", "mul", "div")]
+    parts = (meaningful or computed)[:4]
     return "_".join(parts) or "identity"

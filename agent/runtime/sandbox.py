@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent.runtime.accelerators import current_slot, visible_device
 from agent.runtime.isolation import OPT_IN, active_policy, limits, prepare, probe, wrap
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,9 @@ def _environment(workdir: Path, device: str, *, isolated: bool) -> dict[str, str
         env["TMPDIR"] = "/tmp"  # private to the run
     env["TRITON_CACHE_DIR"] = str(workdir / ".triton-cache")
     env["KERNELGEN_DEVICE"] = device
+    slot = current_slot.get()
+    if slot is not None:  # the stage holds one accelerator of several: the run sees that one alone
+        env |= visible_device(device, slot)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"

@@ -115,3 +115,29 @@ def test_chinese_task_book_kernels_match_pytorch(tmp_path: Path) -> None:
     assert [read_spec(t).name for t, _ in cases] == ["bias_add", "gelu_tanh", "swiglu"]
     for index, (text, expected) in enumerate(cases):
         _check(text, expected, tmp_path / str(index))
+
+
+SPECIAL_VALUES = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 0.3, -0.3, 1.0, -1.0, 100.0, -100.0]
+NAN_KEEPING: list[tuple[str, Callable[..., torch.Tensor]]] = [
+    ("relu of x [11] fp32", F.relu),
+    ("relu6 of x [11] fp32", F.relu6),
+    ("celu of x [11] fp32", F.celu),
+    ("hardsigmoid of x [11] fp32", F.hardsigmoid),
+    ("hardtanh of x [11] fp32", F.hardtanh),
+    ("hardshrink of x [11] fp32", F.hardshrink),
+    ("softshrink of x [11] fp32", F.softshrink),
+    ("clamp x to [-2, 2], x fp32 [11]", lambda x: x.clamp(-2, 2)),
+    ("out = maximum(x, y), x and y [11] fp32", lambda x: torch.maximum(x, x.flip(0))),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), NAN_KEEPING, ids=[c[0][:20] for c in NAN_KEEPING])
+def test_nan_and_inf_come_out_as_pytorch_gives_them(text: str, expected: Callable[..., torch.Tensor],
+                                                    tmp_path: Path) -> None:
+    spec = read_spec(text)
+    module = load_triton_module(ElementwiseGenerator().generate(spec, LaunchConfig(block_size=16, num_warps=1)),
+                                tmp_path)
+    x = torch.tensor(SPECIAL_VALUES)
+    got = getattr(module, spec.name)(*([x, x.flip(0)] if len(spec.inputs) == 2 else [x]),
+                                     **{p.name: p.value for p in spec.params})
+    torch.testing.assert_close(got, expected(x), equal_nan=True)

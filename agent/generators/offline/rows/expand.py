@@ -91,7 +91,7 @@ def _log_softmax(v: RowNode) -> RowNode:
 
 def _normalize(x: Expander, e: Node, v: RowNode) -> RowNode:
     length = _p_norm(e, v, attr(e, "p"))
-    return code("({0} / tl.maximum({1}, {2}))", v, length, scalar(x, e, "eps"))
+    return code("({0} / tl.maximum({1}, {2}, propagate_nan=tl.PropagateNan.ALL))", v, length, scalar(x, e, "eps"))
 
 
 def _cosine(x: Expander, e: Node) -> Value:
@@ -101,8 +101,9 @@ def _cosine(x: Expander, e: Node) -> Value:
     x.reduced_dims(e, first, attr(e, "dim"))
     a, b = x.tile(first), x.tile(second)
     eps = scalar(x, e, "eps")
-    norm_a = code("tl.maximum(tl.sqrt({0}), {1})", reduce("sum", code("({0} * {0})", a)), eps)
-    norm_b = code("tl.maximum(tl.sqrt({0}), {1})", reduce("sum", code("({0} * {0})", b)), eps)
+    clamped = "tl.maximum(tl.sqrt({0}), {1}, propagate_nan=tl.PropagateNan.ALL)"  # a NaN row stays NaN
+    norm_a = code(clamped, reduce("sum", code("({0} * {0})", a)), eps)
+    norm_b = code(clamped, reduce("sum", code("({0} * {0})", b)), eps)
     return Value(code("({0} / ({1} * {2}))", reduce("sum", code("({0} * {1})", a, b)), norm_a, norm_b), "dropped")
 
 

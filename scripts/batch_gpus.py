@@ -1,0 +1,120 @@
+"""Run one batch through a real server on this machine's GPUs and write its wall time, verdicts and report.
+
+Usage: python3 scripts/batch_gpus.py SPECS OUT LABEL [--executor local|ray] [--rounds N]
+SPECS holds one spec per line. The server gets a fresh SQLite database; CUDA_VISIBLE_DEVICES picks the GPUs.
+nvidia-smi is sampled during the batch, so the summary shows how busy each GPU was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PORT = 8765
+# The ray command, where only the package travelled (no console script).
+RAY = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
+
+
+def call(path: str, body: dict[str, Any] | None = None, raw: bool = False) -> Any:
+    """GET (or POST a JSON body to) the local server; return the JSON (or the bytes)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=data,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        payload = response.read()
+    return payload if raw else json.loads(payload)
+
+
+def start_ray(env: dict[str, str], out: Path) -> str:
+    """Start a Ray head on loopback with this machine's GPUs; return its address."""
+    started = subprocess.run([*RAY, "start", "--head", "--node-ip-address=127.0.0.1", "--port=6399",
+                              "--include-dashboard=false", "--disable-usage-stats"],
+                             env=env, capture_output=True, text=True, timeout=180)
+    (out / "ray_start.txt").write_text(started.stdout + started.stderr)
+    if started.returncode != 0:
+        raise SystemExit(f"ray start failed: {started.stderr[-2000:]}")
+    return "127.0.0.1:6399"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("specs", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("label")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    out: Path = args.out / args.label
+    out.mkdir(parents=True, exist_ok=True)
+    specs = [line.strip() for line in args.specs.read_text(encoding="utf-8").splitlines() if line.strip()]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGEN_")}
+    env.update(KERNELGEN_DATABASE_URL=f"sqlite:///{out}/kernelgen.db", KERNELGEN_WORK_DIR=f"/tmp/kg-{args.label}/work",
+               KERNELGEN_ARTIFACT_ROOT=f"/tmp/kg-{args.label}/jobs", KERNELGEN_SANDBOX_ALLOW_UNISOLATED="true",
+               KERNELGEN_EXECUTOR=args.executor)
+    if args.executor == "ray":
+        env["KERNELGEN_RAY_ADDRESS"] = start_ray(env, out)
+    smi = "nvidia-smi" if shutil.which("nvidia-smi") else "true"
+    sampler = subprocess.Popen(
+        [smi, "--query-gpu=timestamp,index,utilization.gpu,memory.used", "--format=csv,noheader,nounits",
+         "-lms", "500"], stdout=(out / "gpu_samples.csv").open("w"), stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "server.app:create_app", "--factory", "--host", "127.0.0.1",
+         "--port", str(PORT), "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=(out / "server.log").open("w"), stderr=subprocess.STDOUT)
+    try:
+        for _ in range(300):
+            try:
+                health = call("/healthz")
+                break
+            except OSError:
+                time.sleep(0.2)
+        started = time.monotonic()
+        accepted = call("/batches", {"name": args.label, "specs": specs, "device": args.device, "rounds": args.rounds})
+        batch_id = accepted["id"]
+        detail: dict[str, Any] = {}
+        while True:
+            detail = call(f"/batches/{batch_id}")
+            if detail["status"] in ("done", "cancelled"):
+                break
+            time.sleep(1.0)
+        wall = time.monotonic() - started
+        report = call(f"/batches/{batch_id}/report?format=json")
+        (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
+        (out / "report.md").write_bytes(call(f"/batches/{batch_id}/report?format=md", raw=True))
+        for name in ("fast_p", "speedups", "roofline"):
+            (out / f"{name}.png").write_bytes(call(f"/batches/{batch_id}/plots/{name}.png", raw=True))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        sampler.terminate()
+        if args.executor == "ray":
+            subprocess.run([*RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
+    busy: dict[str, list[float]] = {}
+    for line in (out / "gpu_samples.csv").read_text().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 4 and parts[2].isdigit():
+            busy.setdefault(parts[1], []).append(float(parts[2]))
+    summary = {
+        "label": args.label, "executor": args.executor, "tasks": len(specs), "wall_s": round(wall, 1),
+        "health": health, "counts": detail["counts"],
+        "verdicts": [(t["index"], t["op"], t["status"]) for t in detail["tasks"]],
+        "gpu_busy_share": {gpu: round(sum(1 for u in values if u > 0) / len(values), 3)
+                           for gpu, values in busy.items()},
+        "gpu_mean_util": {gpu: round(sum(values) / len(values), 1) for gpu, values in busy.items()},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Each stage that runs kernels holds one accelerator, and its sandboxed runs see that one alone."""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.runtime.accelerators import AcceleratorSlots, current_slot
+from agent.runtime.sandbox import run_file
+
+REPORTS_VISIBLE_DEVICES = '''
+import json, os, sys
+with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+    json.dump({"status": "pass", "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
+               "npu": os.environ.get("ASCEND_RT_VISIBLE_DEVICES")}, f)
+'''
+
+
+def test_two_stages_at_once_hold_different_accelerators_and_a_third_waits() -> None:
+    slots = AcceleratorSlots(2)
+    held: list[int] = []
+    release = threading.Event()
+
+    def stage() -> None:
+        with slots as slot:
+            held.append(slot)
+            release.wait(timeout=10)
+
+    workers = [threading.Thread(target=stage) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + 10
+    while len(held) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert sorted(held) == [0, 1] and slots.free() == 0  # the third stage waits for a device to be given back
+    release.set()
+    for worker in workers:
+        worker.join(timeout=10)
+    assert len(held) == 3 and held[2] in (0, 1) and slots.free() == 2
+
+
+def test_a_run_sees_only_the_accelerator_its_stage_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")  # the operator's own choice of GPUs is kept
+    slots = AcceleratorSlots(2)
+    seen = []
+    with slots as first, slots as second:
+        for slot in (first, second):
+            token = current_slot.set(slot)
+            try:
+                run = run_file({"env.py": REPORTS_VISIBLE_DEVICES}, "env.py", tmp_path / f"w{slot}", device="cuda",
+                               timeout_s=60, trusted=True)
+            finally:
+                current_slot.reset(token)
+            seen.append(run.result["cuda"])
+    assert seen == ["4", "6"]
+
+
+def test_a_run_outside_any_stage_keeps_the_parents_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # e.g. the one GPU Ray gave this worker
+    run = run_file({"env.py": REPORTS_VISIBLE_DEVICES}, "env.py", tmp_path / "w", device="cuda", timeout_s=60,
+                   trusted=True)
+    assert run.result["cuda"] == "1"
+    with AcceleratorSlots(1):
+        run = run_file({"env.py": REPORTS_VISIBLE_DEVICES}, "env.py", tmp_path / "w2", device="npu", timeout_s=60,
+                       trusted=True)
+    assert run.result["npu"] == "0"
