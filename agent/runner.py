@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Engine
@@ -40,11 +41,13 @@ def job_context(
     )
 
 
-def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str], None]) -> JobState:
-    """Create the job row, run the graph to the end and return the final state."""
+def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str], None],
+            accelerators: AbstractContextManager[object] | None = None) -> JobState:
+    """Create the job row, run the graph to the end and return the final state (jobs at once share accelerators)."""
     engine = make_engine(settings.database_url)
     job_id = crud.create_job(engine, request.spec_text, request.out_dir or request.out_root)
-    context = job_context(settings, engine, report, job_id=job_id, llm=request.llm)
+    extra = {"accelerators": accelerators} if accelerators is not None else {}
+    context = job_context(settings, engine, report, job_id=job_id, llm=request.llm, **extra)
     initial: dict[str, Any] = {"job_id": job_id, "request": request}
     try:
         final = build_graph().invoke(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -39,64 +40,101 @@ def batch(
     device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
     rounds: Annotated[int | None, typer.Option(help="Max optimization rounds per task (1-5).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip the tasks already finished in --out.")] = False,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1, help="Tasks at once (default: one per GPU or NPU here, else 1).")] = None,
 ) -> None:
-    """Run a batch of tasks one after another; write the report (json, md, html) and its plots beside them."""
-    from agent.runner import run_job
-    from agent.state import JobRequest
-    from server import batch_report
-    from server.batch_input import BatchInputError, checked
-    from storage import batches, crud
+    """Run a batch of tasks, one per accelerator at a time; write the report (json, md, html) and its plots."""
+    run_batch(file, out, device=device, rounds=rounds, resume=resume, jobs=jobs)
+
+
+def run_batch(file: Path, out: Path, *, device: str, rounds: int | None, resume: bool, jobs: int | None) -> None:
+    """Create (or, resuming, find) the batch of a file, run its unfinished tasks, write the report; exit 0 or 1."""
+    from storage import batches
     from storage.db import make_engine
 
     if device not in ("auto", "cuda", "npu", "cpu"):
         raise typer.BadParameter("device must be auto, cuda, npu or cpu", param_hint="--device")
     settings = Settings()
     engine = make_engine(settings.database_url)
+    batch_id = _batch_of(engine, settings, file, out, device, rounds, resume)
+    tasks_rows = batches.list_tasks(engine, batch_id)
+    from agent.runtime.accelerators import AcceleratorSlots, count_accelerators
+
+    present = count_accelerators() if device != "cpu" else 0
+    slots = AcceleratorSlots(present)  # kernels of one task at a time on each accelerator
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        overall = progress.add_task("batch", total=len(tasks_rows))
+        with ThreadPoolExecutor(max_workers=jobs or max(1, present)) as pool:
+            running = [pool.submit(_run_task, engine, settings, task, out, device, rounds, slots, progress, overall)
+                       for task in tasks_rows]
+            for future in running:
+                future.result()  # what is not a job's own failure (the database, say) stops the batch loudly
+    _write_report(engine, batch_id, out)
+
+
+def _batch_of(engine: Any, settings: Settings, file: Path, out: Path, device: str, rounds: int | None,
+              resume: bool) -> int:
+    """Return the batch that --out resumes, or record a new one for the file's tasks."""
+    from server.batch_input import BatchInputError, checked
+    from storage import batches
+
     state_file = out / "batch.json"
     if resume and state_file.exists():
         batch_id = int(json.loads(state_file.read_text())["batch"])
         if batches.get_batch(engine, batch_id) is None:
             raise typer.BadParameter(f"batch {batch_id} of {state_file} is not in {settings.database_url}",
                                      param_hint="--resume")
-    else:
-        try:
-            source, tasks = tasks_of(file)
-            checked(tasks, settings.max_spec_bytes)
-        except (BatchInputError, ValueError) as exc:
-            raise typer.BadParameter(str(exc), param_hint="FILE") from None
-        options = {"device": device} | ({"rounds": rounds} if rounds else {})
-        batch_id = batches.create_batch(engine, None, file.name, f"cli-{source}", json.dumps(options), tasks)
-        out.mkdir(parents=True, exist_ok=True)
-        state_file.write_text(json.dumps({"batch": batch_id, "file": str(file)}))
-    tasks_rows = batches.list_tasks(engine, batch_id)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
-        overall = progress.add_task("batch", total=len(tasks_rows))
-        for task in tasks_rows:
-            job = crud.get_job(engine, task.job_id) if task.job_id is not None else None
-            if job is not None and job.status in FINAL:
-                progress.advance(overall)
-                continue
-            line = progress.add_task(f"{task.index + 1}. {task.title[:40]}", total=None)
+        return batch_id
+    try:
+        source, tasks = tasks_of(file)
+        checked(tasks, settings.max_spec_bytes)
+    except (BatchInputError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="FILE") from None
+    options = {"device": device} | ({"rounds": rounds} if rounds else {})
+    batch_id = batches.create_batch(engine, None, file.name, f"cli-{source}", json.dumps(options), tasks)
+    out.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps({"batch": batch_id, "file": str(file)}))
+    return batch_id
 
-            def report(stage: str, message: str, line: TaskID = line, title: str = task.title[:40],
-                       number: int = task.index + 1) -> None:
-                progress.update(line, description=f"{number}. {title}: {stage}")
 
-            folder = out / f"task_{task.index + 1:03d}_{_slug(task.title)}"
-            request = JobRequest(spec_text=task.spec_text, out_dir=str(folder), device=device, rounds=rounds)
-            try:
-                final = run_job(request, settings, report)
-            except Exception as exc:  # the job row says failed; the next tasks still run (--resume retries this)
-                progress.update(line, description=f"{task.index + 1}. {task.title[:40]}: crashed: {exc}"[:120],
-                                total=1, completed=1)
-                progress.advance(overall)
-                continue
-            assert task.id is not None
-            batches.link_job(engine, task.id, int(final["job_id"]))
-            progress.update(line, description=f"{task.index + 1}. {task.title[:40]}: {final.get('status')}",
-                            total=1, completed=1)
-            progress.advance(overall)
+def _run_task(engine: Any, settings: Settings, task: Any, out: Path, device: str, rounds: int | None, slots: Any,
+              progress: Progress, overall: TaskID) -> None:
+    """Run one task as a job (unless it finished before) and show its progress; a crash fails only this task."""
+    from agent.runner import run_job
+    from agent.state import JobRequest
+    from storage import batches, crud
+
+    job = crud.get_job(engine, task.job_id) if task.job_id is not None else None
+    if job is not None and job.status in FINAL:
+        progress.advance(overall)
+        return
+    title, number = task.title[:40], task.index + 1
+    line = progress.add_task(f"{number}. {title}", total=None)
+
+    def report(stage: str, message: str) -> None:
+        progress.update(line, description=f"{number}. {title}: {stage}")
+
+    folder = out / f"task_{number:03d}_{_slug(task.title)}"
+    request = JobRequest(spec_text=task.spec_text, out_dir=str(folder), device=device, rounds=rounds)
+    try:
+        final = run_job(request, settings, report, accelerators=slots)
+    except Exception as exc:  # the job row says failed; the other tasks still run (--resume retries this one)
+        progress.update(line, description=f"{number}. {title}: crashed: {exc}"[:120], total=1, completed=1)
+        progress.advance(overall)
+        return
+    assert task.id is not None
+    batches.link_job(engine, task.id, int(final["job_id"]))
+    progress.update(line, description=f"{number}. {title}: {final.get('status')}", total=1, completed=1)
+    progress.advance(overall)
+
+
+def _write_report(engine: Any, batch_id: int, out: Path) -> None:
+    """Write report.json, .md, .html and the plots; exit 0 when every task verified, else 1."""
+    from server import batch_report
+    from server.batch_plots import PLOTS, render
+    from storage import batches, crud
+
     stored = batches.get_batch(engine, batch_id)
     assert stored is not None
     rows = []
@@ -107,8 +145,6 @@ def batch(
     (out / "report.json").write_text(json.dumps(built, indent=1, ensure_ascii=False))
     (out / "report.md").write_text(batch_report.to_markdown(built))
     (out / "report.html").write_text(batch_report.to_html(built))
-    from server.batch_plots import PLOTS, render
-
     for name in PLOTS:
         (out / f"{name}.png").write_bytes(render(name, built))
     totals = built["totals"]

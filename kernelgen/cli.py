@@ -17,12 +17,14 @@ from agent.state import JobRequest, JobState
 from agent.targets import standing
 from kernelgen.admin import users_app
 from kernelgen.batch import batch
+from kernelgen.bench import bench
 from kernelgen.settings import Settings
 
 app = typer.Typer(help="Turn a plain-language operator spec into a verified Triton kernel.", no_args_is_help=True)
 console = Console()
 app.add_typer(users_app, name="users")
 app.command("batch")(batch)
+app.command("bench")(bench)
 
 
 @app.callback()

@@ -1,8 +1,10 @@
 """Run one batch through a real server on this machine's GPUs and write its wall time, verdicts and report.
 
-Usage: python3 scripts/batch_gpus.py SPECS OUT LABEL [--executor local|ray] [--rounds N]
+Usage: python3 scripts/batch_gpus.py SPECS OUT LABEL [--executor local|ray] [--rounds N] [--stop-after S]
 SPECS holds one spec per line. The server gets a fresh SQLite database; CUDA_VISIBLE_DEVICES picks the GPUs.
 nvidia-smi is sampled during the batch, so the summary shows how busy each GPU was.
+A batch longer than one device call: --stop-after stops the server (as a restart would) and records the time so
+far; the same command on the same warm machine starts the server again, which resumes the batch, and adds the time.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def main() -> None:
     parser.add_argument("--executor", choices=("local", "ray"), default="local")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--stop-after", type=float, default=None, help="seconds; then stop and record the time so far")
     args = parser.parse_args()
     out: Path = args.out / args.label
     out.mkdir(parents=True, exist_ok=True)
@@ -66,7 +69,7 @@ def main() -> None:
     smi = "nvidia-smi" if shutil.which("nvidia-smi") else "true"
     sampler = subprocess.Popen(
         [smi, "--query-gpu=timestamp,index,utilization.gpu,memory.used", "--format=csv,noheader,nounits",
-         "-lms", "500"], stdout=(out / "gpu_samples.csv").open("w"), stderr=subprocess.DEVNULL)
+         "-lms", "500"], stdout=(out / "gpu_samples.csv").open("a"), stderr=subprocess.DEVNULL)
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "server.app:create_app", "--factory", "--host", "127.0.0.1",
          "--port", str(PORT), "--log-level", "warning"],
@@ -78,16 +81,28 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.2)
+        state_file = out / "state.json"
+        state = json.loads(state_file.read_text()) if state_file.exists() else {"spent_s": 0.0, "parts": 0}
         started = time.monotonic()
-        accepted = call("/batches", {"name": args.label, "specs": specs, "device": args.device, "rounds": args.rounds})
-        batch_id = accepted["id"]
+        if "batch" not in state:
+            state["batch"] = call("/batches", {"name": args.label, "specs": specs, "device": args.device,
+                                               "rounds": args.rounds})["id"]
+        batch_id = state["batch"]
         detail: dict[str, Any] = {}
         while True:
             detail = call(f"/batches/{batch_id}")
             if detail["status"] in ("done", "cancelled"):
                 break
+            if args.stop_after is not None and time.monotonic() - started > args.stop_after:
+                break
             time.sleep(1.0)
-        wall = time.monotonic() - started
+        wall = state["spent_s"] + time.monotonic() - started
+        state.update(spent_s=wall, parts=state["parts"] + 1)
+        state_file.write_text(json.dumps(state))
+        if detail["status"] not in ("done", "cancelled"):
+            print(json.dumps({"label": args.label, "unfinished": True, "spent_s": round(wall, 1),
+                              "counts": detail["counts"]}))
+            return
         report = call(f"/batches/{batch_id}/report?format=json")
         (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
         (out / "report.md").write_bytes(call(f"/batches/{batch_id}/report?format=md", raw=True))
@@ -106,6 +121,7 @@ def main() -> None:
             busy.setdefault(parts[1], []).append(float(parts[2]))
     summary = {
         "label": args.label, "executor": args.executor, "tasks": len(specs), "wall_s": round(wall, 1),
+        "parts": state["parts"],  # server runs it took; a stage cut by a stop ran again after it
         "health": health, "counts": detail["counts"],
         "verdicts": [(t["index"], t["op"], t["status"]) for t in detail["tasks"]],
         "gpu_busy_share": {gpu: round(sum(1 for u in values if u > 0) / len(values), 3)

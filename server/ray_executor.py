@@ -51,6 +51,11 @@ class RayExecutor:
 
         self._db = make_engine(settings.database_url)
 
+    def devices(self) -> dict[str, str]:
+        """Name the accelerator kinds the cluster offers: a job may ask for one the API's own machine lacks."""
+        found = {"cuda": f"{self._gpus:g} GPU(s) on the Ray cluster"} if self._gpus else {}
+        return found | ({"npu": f"{self._npus:g} NPU(s) on the Ray cluster"} if self._npus else {})
+
     def _resources(self, job_id: int) -> dict[str, Any]:
         """Ask for the accelerator the job measures on: a GPU, an NPU, or one CPU when the cluster has neither."""
         job = crud.get_job(self._db, job_id)

@@ -61,7 +61,9 @@ class JobService:
         if self.settings.executor == "ray":
             from server.ray_executor import RayExecutor
 
-            self._executor = RayExecutor(self.settings, self._fail)
+            ray_executor = RayExecutor(self.settings, self._fail)
+            self.devices = ray_executor.devices() | self.devices  # the cluster's accelerators, named as the cluster's
+            self._executor = ray_executor
         else:
             self._executor = LocalExecutor(self._run, self.concurrency)
         self._recover()
@@ -151,9 +153,28 @@ class JobService:
                 crud.update_job(self.engine, job.id, status="queued")
             self._executor_or_fail().submit(job.id)
 
-    def run_one(self, job_id: int) -> None:
-        """Run one job here, as an executor's worker does (a Ray worker calls this on a service it never starts)."""
-        self._run(job_id)
+    def run_one(self, job_id: int, watch_s: float = 2.0) -> None:
+        """Run one job here, as an executor's worker does (a Ray worker calls this on a service it never starts).
+
+        The cancel comes through the job's row, written by the API's process: a watcher reads it every watch_s and
+        kills the job's sandboxed runs at once, so a long timing run does not go on until the next stage.
+        """
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(watch_s):
+                job = crud.get_job(self.engine, job_id)
+                if job is not None and job.cancel_requested:
+                    self._cancels.setdefault(job_id, threading.Event()).set()
+                    kill_owned(job_id)
+                    return
+
+        watcher = threading.Thread(target=watch, name=f"kernelgen-cancel-watch-{job_id}", daemon=True)
+        watcher.start()
+        try:
+            self._run(job_id)
+        finally:
+            done.set()
 
     def _run(self, job_id: int) -> None:
         job = crud.get_job(self.engine, job_id)

@@ -82,9 +82,15 @@ def _spec(reading: CodeReading, prose: str, dtype: str | None) -> OpSpec:
     return spec.model_copy(update={"reading": understood, **extra})
 
 
+# Function names that say what the code is for, not what it computes.
+_GENERIC_NAMES = frozenset({"reference", "ref", "baseline", "forward", "model", "fn", "f", "func", "op", "kernel",
+                            "torch_reference", "reference_impl", "golden", "compute", "run", "main"})
+
+
 def _name(reading: CodeReading) -> str:
-    """Name the operator after the function, or after what the module's ops do (`Model` says nothing)."""
-    if reading.kind == "function" and re.fullmatch(r"[a-z_][a-z0-9_]*", reading.entry):
+    """Name the operator after the function, or after what its ops do (`Model`, `reference` say nothing)."""
+    if reading.kind == "function" and re.fullmatch(r"[a-z_][a-z0-9_]*", reading.entry) and (
+            reading.entry not in _GENERIC_NAMES):
         return safe_name(reading.entry)
     from agent.reader.scene import derived_name
 

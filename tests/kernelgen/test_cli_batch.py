@@ -66,3 +66,22 @@ def test_a_folder_and_a_jsonl_are_batches_too(tmp_path: Path) -> None:
     lines.write_text('{"spec": "sigmoid of x [8, 8] float32", "name": "sig"}\nnot json\n')
     refused = _kernelgen(tmp_path, "batch", str(lines), "--out", str(tmp_path / "b"))
     assert refused.returncode == 2 and "line 2: not JSON" in refused.stderr
+
+
+def test_a_suite_with_references_runs_two_tasks_at_once(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(
+        '{"name": "relu", "spec": "x [32, 48] float32", "reference": "def reference(x):\\n    return torch.relu(x)"}\n'
+        '{"name": "rowsum", "spec": "Sum each row of x, x [9, 33] fp32"}\n')
+    out = tmp_path / "out"
+    done = _kernelgen(tmp_path, "bench", str(suite), "--out", str(out), "--device", "cpu", "--jobs", "2")
+    assert done.returncode == 0 and "verified 2 of 2" in done.stdout, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert [(t["title"], t["op"], t["status"]) for t in report["tasks"]] == [
+        ("relu", "relu", "verified"), ("rowsum", "reduce_sum", "verified")]
+    assert "reference" in (out / "task_001_relu" / "relu_baseline.py").read_text()  # the record's code is the baseline
+
+
+def test_an_unknown_suite_is_refused_with_the_built_in_names(tmp_path: Path) -> None:
+    refused = _kernelgen(tmp_path, "bench", "no-such-suite")
+    assert refused.returncode == 2 and "families" in refused.stderr

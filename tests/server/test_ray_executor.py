@@ -3,6 +3,7 @@ with the local executor."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -31,22 +32,29 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def ray_head(tmp_path: Path) -> Iterator[str]:
-    """Start a Ray head on 127.0.0.1 with two worker slots; stop it afterwards."""
+@contextlib.contextmanager
+def _head(gpus: int) -> Iterator[str]:
+    """Start a Ray head on 127.0.0.1 with two worker slots and `gpus` logical GPUs; stop it afterwards."""
     if shutil.which("ray") is None:
         pytest.skip("the ray command is not installed")
     port = _free_port()
     env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "RAY_USAGE_STATS_ENABLED": "0"}
     started = subprocess.run(
-        ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2", "--num-gpus=0",
-         "--include-dashboard=false", "--disable-usage-stats"],
+        ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+         f"--num-gpus={gpus}", "--include-dashboard=false", "--disable-usage-stats"],
         env=env, capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run(["ray", "stop", "--force"], capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def ray_head() -> Iterator[str]:
+    """A Ray head with two CPU worker slots and no GPU."""
+    with _head(gpus=0) as address:
+        yield address
 
 
 def _run_batch(server: Server, kill_worker: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -99,3 +107,18 @@ def test_a_batch_on_ray_survives_a_killed_worker_and_matches_the_local_executor(
         finally:
             local.stop()
     assert [t["status"] for t in local_batch["tasks"]] == [t["status"] for t in batch["tasks"]]
+
+
+def test_a_job_may_ask_for_a_gpu_the_cluster_has_though_this_machine_has_none(tmp_path: Path) -> None:
+    with _head(gpus=1) as address, database_url("sqlite", tmp_path) as url:
+        server = Server(environment(tmp_path, url) | {"KERNELGEN_EXECUTOR": "ray", "KERNELGEN_RAY_ADDRESS": address})
+        try:
+            accepted = server.post("/jobs", {"spec": SPECS[0], "device": "cuda"})
+            deadline = time.monotonic() + 300
+            while (job := server.get(f"/jobs/{accepted['id']}"))["status"] not in ("verified", "failed", "rejected"):
+                assert time.monotonic() < deadline, job
+                time.sleep(0.3)
+        finally:
+            server.stop()
+    # The GPU is only declared: the worker that holds it finds no CUDA device, and the job says so.
+    assert job["status"] == "failed" and "cuda" in job["message"].lower(), job

@@ -57,3 +57,31 @@ def test_a_row_read_while_queued_never_reports_queued_without_a_place(service: J
     assert service.live_status(stale) == ("verified", None)
     finished = crud.get_job(service.engine, first)
     assert finished is not None and service.live_status(finished) == ("verified", None)
+
+
+def test_a_cancel_written_by_another_process_stops_a_worker_run_within_seconds(tmp_path: Path) -> None:
+    import threading
+
+    from tests.server.live import SLOW
+
+    with database_url("sqlite", tmp_path) as url:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, database_url=url, work_dir=tmp_path / "work", artifact_root=tmp_path / "jobs",
+            llm="offline", sandbox_allow_unisolated=True,
+        )
+        worker = JobService(settings)  # as a Ray worker holds it: never started, no executor
+        request = JobRequest(spec_text=SLOW, device="cpu", out_dir=str(tmp_path / "out"))
+        job_id = crud.create_job(worker.engine, SLOW, "", status="queued",
+                                 options_json=request.model_dump_json(exclude={"spec_text"}))
+        run = threading.Thread(target=worker.run_one, args=(job_id, 0.2))
+        run.start()
+        wait_for(lambda: any(e.stage == "generate" for e in crud.list_events(worker.engine, job_id)))
+        time.sleep(1.0)  # the accuracy test is running in its sandbox
+        crud.update_job(worker.engine, job_id, cancel_requested=True)  # what the API's process writes
+        asked = time.monotonic()
+        run.join(timeout=120)
+        assert time.monotonic() - asked < 5  # not at the next stage: the sandboxed run was killed
+        job = crud.get_job(worker.engine, job_id)
+        assert job is not None and job.status == "cancelled"
+        events = crud.list_events(worker.engine, job_id)
+        assert not any(e.stage == "accuracy" and ": pass:" in e.message for e in events)

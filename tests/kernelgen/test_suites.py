@@ -1,0 +1,20 @@
+"""The built-in benchmark suites read whole: every task becomes a spec, none a question."""
+
+from pathlib import Path
+
+import pytest
+
+from kernelgen.bench import SUITES, suite_names
+from kernelgen.settings import Settings
+from server.batch_input import jsonl_tasks
+from server.chat import read_spec
+
+
+@pytest.mark.parametrize("name", suite_names())
+def test_every_task_of_a_built_in_suite_is_read(name: str, tmp_path: Path) -> None:
+    tasks = jsonl_tasks((SUITES / f"{name}.jsonl").read_text(encoding="utf-8"))
+    settings = Settings(work_dir=tmp_path / "work")
+    questions = {title: outcome.question for title, spec in tasks
+                 for outcome in read_spec(spec, settings) if outcome.status != "read"}
+    assert not questions
+    assert len({title for title, _ in tasks}) == len(tasks)  # the report names each task once
