@@ -97,7 +97,10 @@ def progress(service: JobService, batch: Batch) -> dict[str, Any]:
 def run_seconds(engine: Engine, job: Job) -> float | None:
     """Return how long a finished job ran: from its first event after the queue to its last change."""
     assert job.id is not None
-    started = next((e.created_at for e in crud.list_events(engine, job.id) if e.stage != "queued"), None)
+    events = crud.list_events(engine, job.id)
+    started = next((e.created_at for e in events if e.stage != "queued"), None)
+    if started is None and not events:
+        started = job.created_at  # the command line's jobs record no events: they start when they are created
     if started is None:
         return None
     return max(0.0, (aware(job.updated_at) - aware(started)).total_seconds())

@@ -92,3 +92,21 @@ def test_a_pasted_snippet_becomes_a_baseline_that_runs_on_its_own(tmp_path: Path
     run = subprocess.run([sys.executable, baseline.name], cwd=out, capture_output=True, text=True, timeout=120,
                          env={"KERNELGEN_DEVICE": "cpu", "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("case_id", ["kb-relu", "kb-layer-norm-module"])
+def test_the_baseline_of_code_given_as_the_spec_runs_under_torch_compile(case_id: str, corpus: dict[str, str],
+                                                                         tmp_path: Path) -> None:
+    import subprocess
+
+    _, out = _run(tmp_path, _small(corpus[case_id]))
+    baseline = next(out.glob("*_baseline.py"))
+    op = baseline.name.removesuffix("_baseline.py")
+    inputs = json.loads((out / "report.json").read_text())["understood"]["inputs"]
+    # The performance file compares with torch.compile of this baseline: it must compile, not only run eagerly.
+    script = (f"import torch\nfrom {op}_baseline import {op} as reference\n"
+              f"inputs = [torch.randn(*shape) for shape in {[i['shapes'][0] for i in inputs]!r}]\n"
+              "compiled = torch.compile(reference, dynamic=False)\n"
+              "assert torch.allclose(compiled(*inputs), reference(*inputs), atol=1e-5)\nprint('compiled')\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=out, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-2000:]

@@ -80,6 +80,7 @@ def test_a_suite_with_references_runs_two_tasks_at_once(tmp_path: Path) -> None:
     assert [(t["title"], t["op"], t["status"]) for t in report["tasks"]] == [
         ("relu", "relu", "verified"), ("rowsum", "reduce_sum", "verified")]
     assert "reference" in (out / "task_001_relu" / "relu_baseline.py").read_text()  # the record's code is the baseline
+    assert all(t["seconds"] is not None and t["seconds"] > 0 for t in report["tasks"])  # each task's run time
 
 
 def test_an_unknown_suite_is_refused_with_the_built_in_names(tmp_path: Path) -> None:
