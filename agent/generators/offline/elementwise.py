@@ -137,7 +137,7 @@ class ElementwiseGenerator:
             "first_atol": tolerance.atol,
             "code": code_context(spec),
             "length_scaled": None,
-            "special_cases": False,
+            "special_cases": ["nan"],  # NaN goes through every op as in PyTorch
         }
 
     def _input(self, spec: OpSpec, lowered: Lowered, name: str) -> dict[str, Any]:

@@ -62,3 +62,15 @@ def test_a_right_row_kernel_passes_the_special_cases(text: str, tmp_path: Path) 
     special = [c for c in result.result["cases"] if c["kind"].startswith("special:")]
     assert len(special) == 3 and all(c["status"] == "pass" for c in special), special
     assert result.status == "pass"
+
+
+def test_an_elementwise_kernel_that_drops_nan_fails_its_nan_case(tmp_path: Path) -> None:
+    from agent.reader import read_spec
+
+    spec = read_spec("relu of x [33, 65] fp32")
+    files = dict(ElementwiseGenerator().generate(spec, LaunchConfig()).files)
+    assert ", propagate_nan=tl.PropagateNan.ALL)" in files["relu_triton.py"]
+    files["relu_triton.py"] = files["relu_triton.py"].replace(", propagate_nan=tl.PropagateNan.ALL)", ")")
+    result = run_file(files, "relu_accuracy.py", tmp_path, device="cpu", timeout_s=300)
+    failed = [c["kind"] for c in result.result["cases"] if c["status"] != "pass"]
+    assert result.status == "fail" and failed == ["special:nan"]  # relu(NaN) is NaN in PyTorch, 0 here
