@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from sqlalchemy import Engine
 from agent.generators.base import Generator
 from agent.generators.offline.dispatch import OfflineGenerator
 from agent.llm.client import LlmClient
+from agent.runtime.accelerators import AcceleratorSlots
 
 
 def _quiet(stage: str, message: str) -> None:
@@ -30,8 +29,8 @@ class JobContext:
     profile_timeout_s: float = 300.0
     generator: Generator = field(default_factory=OfflineGenerator)
     report: Callable[[str, str], None] = _quiet
-    # Held while kernels run (accuracy, timing, search, profiling): one job per accelerator; the service shares
-    # its AcceleratorSlots, which also shows each run only the accelerator it holds.
-    accelerators: AbstractContextManager[object] = field(default_factory=threading.Lock)
+    # Held while kernels run (accuracy, timing, search, profiling): one job per accelerator, and each run sees only
+    # the one it holds; jobs run at once (the service, `kernelgen batch`) share one.
+    accelerators: AcceleratorSlots = field(default_factory=lambda: AcceleratorSlots(1))
     # The job's LLM endpoint; None: the offline generator alone (it rejects what it does not know).
     llm: LlmClient | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Engine
@@ -13,6 +12,7 @@ from agent.generators.offline.dispatch import OfflineGenerator
 from agent.graph import build_graph
 from agent.llm.client import LlmCall, LlmClient
 from agent.llm.config import resolve_llm
+from agent.runtime.accelerators import AcceleratorSlots
 from agent.state import JobRequest, JobState
 from kernelgen.settings import Settings
 from storage import crud
@@ -42,7 +42,7 @@ def job_context(
 
 
 def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str], None],
-            accelerators: AbstractContextManager[object] | None = None) -> JobState:
+            accelerators: AcceleratorSlots | None = None) -> JobState:
     """Create the job row, run the graph to the end and return the final state (jobs at once share accelerators)."""
     engine = make_engine(settings.database_url)
     job_id = crud.create_job(engine, request.spec_text, request.out_dir or request.out_root)

@@ -6,13 +6,19 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from kernelgen.settings import Settings
+
+if TYPE_CHECKING:  # the command line starts fast: torch and the database load when a batch runs
+    from sqlalchemy import Engine
+
+    from agent.runtime.accelerators import AcceleratorSlots
+    from storage.models import BatchTask
 
 console = Console()
 FINAL = ("verified", "failed", "rejected")  # a cancelled or interrupted task runs again on --resume
@@ -32,16 +38,20 @@ def tasks_of(path: Path) -> tuple[str, list[tuple[str, str]]]:
     return "taskbook", taskbook_tasks(text)
 
 
+# The options `kernelgen batch` and `kernelgen bench` share.
+OutOption = Annotated[Path, typer.Option("--out", "-o", help="Where the tasks' folders and the report go.")]
+DeviceOption = Annotated[str, typer.Option(help="auto | cuda | npu | cpu")]
+RoundsOption = Annotated[int | None, typer.Option(help="Max optimization rounds per task (1-5).")]
+ResumeOption = Annotated[bool, typer.Option("--resume", help="Skip the tasks already finished in --out.")]
+JobsOption = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, help="Tasks at once (default: one per GPU or NPU here, else 1).")]
+
+
 def batch(
     file: Annotated[Path, typer.Argument(help="A task book (.md), a folder of spec files, or a JSONL of specs.",
                                          exists=True)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where the tasks' folders and the report go.")] = Path(
-        "kernelgen_batch"),
-    device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
-    rounds: Annotated[int | None, typer.Option(help="Max optimization rounds per task (1-5).")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Skip the tasks already finished in --out.")] = False,
-    jobs: Annotated[int | None, typer.Option(
-        "--jobs", "-j", min=1, help="Tasks at once (default: one per GPU or NPU here, else 1).")] = None,
+    out: OutOption = Path("kernelgen_batch"), device: DeviceOption = "auto", rounds: RoundsOption = None,
+    resume: ResumeOption = False, jobs: JobsOption = None,
 ) -> None:
     """Run a batch of tasks, one per accelerator at a time; write the report (json, md, html) and its plots."""
     run_batch(file, out, device=device, rounds=rounds, resume=resume, jobs=jobs)
@@ -73,7 +83,7 @@ def run_batch(file: Path, out: Path, *, device: str, rounds: int | None, resume:
     _write_report(engine, batch_id, out)
 
 
-def _batch_of(engine: Any, settings: Settings, file: Path, out: Path, device: str, rounds: int | None,
+def _batch_of(engine: Engine, settings: Settings, file: Path, out: Path, device: str, rounds: int | None,
               resume: bool) -> int:
     """Return the batch that --out resumes, or record a new one for the file's tasks."""
     from server.batch_input import BatchInputError, checked
@@ -98,8 +108,8 @@ def _batch_of(engine: Any, settings: Settings, file: Path, out: Path, device: st
     return batch_id
 
 
-def _run_task(engine: Any, settings: Settings, task: Any, out: Path, device: str, rounds: int | None, slots: Any,
-              progress: Progress, overall: TaskID) -> None:
+def _run_task(engine: Engine, settings: Settings, task: BatchTask, out: Path, device: str, rounds: int | None,
+              slots: AcceleratorSlots, progress: Progress, overall: TaskID) -> None:
     """Run one task as a job (unless it finished before) and show its progress; a crash fails only this task."""
     from agent.runner import run_job
     from agent.state import JobRequest
@@ -129,7 +139,7 @@ def _run_task(engine: Any, settings: Settings, task: Any, out: Path, device: str
     progress.advance(overall)
 
 
-def _write_report(engine: Any, batch_id: int, out: Path) -> None:
+def _write_report(engine: Engine, batch_id: int, out: Path) -> None:
     """Write report.json, .md, .html and the plots; exit 0 when every task verified, else 1."""
     from server import batch_report
     from server.batch_plots import PLOTS, render

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kernelgen.batch import run_batch
+from kernelgen.batch import DeviceOption, JobsOption, OutOption, ResumeOption, RoundsOption, run_batch
 
 SUITES = Path(__file__).resolve().with_name("suites")
 
@@ -21,13 +21,8 @@ def bench(
     suite: Annotated[str, typer.Argument(
         help="A built-in suite's name (families: 24 operators of every family) or a task book, folder or JSONL.")
     ] = "families",
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where the tasks' folders and the report go.")] = Path(
-        "kernelgen_bench"),
-    device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
-    rounds: Annotated[int | None, typer.Option(help="Max optimization rounds per task (1-5).")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Skip the tasks already finished in --out.")] = False,
-    jobs: Annotated[int | None, typer.Option(
-        "--jobs", "-j", min=1, help="Tasks at once (default: one per GPU or NPU here, else 1).")] = None,
+    out: OutOption = Path("kernelgen_bench"), device: DeviceOption = "auto", rounds: RoundsOption = None,
+    resume: ResumeOption = False, jobs: JobsOption = None,
 ) -> None:
     """Run a suite like a batch: each task verified (against its reference, where a record gives one) and timed."""
     path = SUITES / f"{suite}.jsonl" if suite in suite_names() else Path(suite)

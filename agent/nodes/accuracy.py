@@ -3,7 +3,6 @@ audit of the model's test (the spec's cases, a deliberately wrong kernel)."""
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -33,8 +32,7 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc),
                                                       "accuracy": {"status": "refused", "message": str(exc)}})}
     folder = ctx.work_dir / f"job-{state['job_id']}"
-    # The test runs kernels: on an accelerator no other job is timing on (interpreter runs on the CPU overlap).
-    with ctx.accelerators if state["device"].kind != "cpu" else nullcontext():
+    with ctx.accelerators.hold(state["device"].kind):  # the test runs kernels: on a device no job is timing on
         run = run_file(
             files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
             device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s, trusted=files.trusted,

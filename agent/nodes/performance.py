@@ -20,7 +20,7 @@ def performance(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]
     # torch.compile is timed once; the flag is part of the offline file's interface, not of the model's contract.
     args = () if pending.index == 0 or files.origin == "llm" else ("--no-compile",)
     device = state["device"].kind
-    with ctx.accelerators:
+    with ctx.accelerators.hold(device):
         run = run_file(files.files, files.name_of("performance"), folder / f"round-{pending.index}-performance",
                        device=device, timeout_s=ctx.performance_timeout_s, args=args, trusted=files.trusted)
         if files.origin == "llm":

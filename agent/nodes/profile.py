@@ -33,7 +33,7 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     sources = files.files
     if files.origin == "llm":  # the profiled problem is the spec's, not one the model's file chose
         sources = sources | {files.name_of("performance"): spec_inputs_module(spec)}
-    with ctx.accelerators:
+    with ctx.accelerators.hold(device.kind):
         counters = profile_kernel(sources, files.op, workdir, device=device.kind,
                                   timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index,
                                   trusted=files.trusted)

@@ -22,7 +22,7 @@ def search(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     # The starting configuration is measured too: it is what the search has to beat.
     configs = [pending.config, *(c for c in space.kept if c != pending.config)]
     workdir = ctx.work_dir / f"job-{state['job_id']}" / f"round-{pending.index}-search"
-    with ctx.accelerators:
+    with ctx.accelerators.hold(state["device"].kind):
         result = search_configs(files, spec, configs, workdir, device=state["device"].kind,
                                 timeout_s=ctx.performance_timeout_s)
     record = {"space": space.summary(), "timer": result.timer, "status": result.status,

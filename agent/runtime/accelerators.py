@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 # The slot the current stage holds (an index into the visible accelerators); None: no slot, the default device.
 current_slot: contextvars.ContextVar[int | None] = contextvars.ContextVar("accelerator_slot", default=None)
@@ -38,38 +39,35 @@ def visible_device(kind: str, slot: int) -> dict[str, str]:
 
 
 class AcceleratorSlots:
-    """A context manager: entering waits for a free accelerator and marks it as this stage's; one stage per device.
+    """One accelerator per stage that runs kernels: timing two jobs on one GPU at once makes both numbers wrong.
 
-    Timing two jobs on one GPU at once makes both numbers wrong, so every stage that runs kernels (accuracy,
-    timing, search, profiling) holds a slot; on a machine with N GPUs, N jobs measure at once, each on its own.
+    On a machine with N GPUs, N jobs measure at once, each on its own; interpreter runs on the CPU hold none.
     """
 
     def __init__(self, count: int) -> None:
         self.count = max(1, count)
         self._free = list(range(self.count))
         self._ready = threading.Condition()
-        self._held: contextvars.ContextVar[list[tuple[int, contextvars.Token[int | None]]]] = (
-            contextvars.ContextVar(f"held_slots_{id(self)}"))
 
-    def __enter__(self) -> int:
+    @contextmanager
+    def hold(self, device: str) -> Iterator[int | None]:
+        """Wait for a free accelerator and make it the one this stage's sandboxed runs see; none for the CPU."""
+        if device == "cpu":
+            yield None
+            return
         with self._ready:
             while not self._free:
                 self._ready.wait()
             slot = self._free.pop(0)
         token = current_slot.set(slot)
-        self._held.set([*self._held.get([]), (slot, token)])
-        return slot
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        held = self._held.get([])
-        slot, token = held[-1]
-        self._held.set(held[:-1])
-        current_slot.reset(token)
-        with self._ready:
-            self._free.append(slot)
-            self._free.sort()
-            self._ready.notify()
+        try:
+            yield slot
+        finally:
+            current_slot.reset(token)
+            with self._ready:
+                self._free.append(slot)
+                self._free.sort()
+                self._ready.notify()
 
     def free(self) -> int:
         """Count the slots no stage holds now."""

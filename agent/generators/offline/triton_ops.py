@@ -52,20 +52,26 @@ def _gelu(values: dict[str, str]) -> str:
     return "0.5 * {a0} * (1.0 + tl.erf({a0} * 0.7071067811865476))"
 
 
-# torch.clamp, relu and maximum keep NaN; Triton's maximum and minimum drop it unless told.
-_NAN = ", propagate_nan=tl.PropagateNan.ALL)"
+def nan_max(a: str, b: str) -> str:
+    """Return Triton code for the larger of a and b that keeps NaN (torch.clamp, relu, maximum do; tl.maximum not)."""
+    return f"tl.maximum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+
+
+def nan_min(a: str, b: str) -> str:
+    """Return Triton code for the smaller of a and b that keeps NaN, as torch does."""
+    return f"tl.minimum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
 
 
 def _clamp(values: dict[str, str]) -> str:
     low, high = values.get("min", "None"), values.get("max", "None")
     if low != "None" and high != "None":
-        return f"tl.minimum(tl.maximum({{a0}}, {{min}}{_NAN}, {{max}}{_NAN}"
-    return f"tl.maximum({{a0}}, {{min}}{_NAN}" if low != "None" else f"tl.minimum({{a0}}, {{max}}{_NAN}"
+        return nan_min(nan_max("{a0}", "{min}"), "{max}")
+    return nan_max("{a0}", "{min}") if low != "None" else nan_min("{a0}", "{max}")
 
 
 TRITON: dict[str, TritonOp] = {
-    "relu": TritonOp(f"tl.maximum({{a0}}, 0.0{_NAN}"),
-    "relu6": TritonOp(f"tl.minimum(tl.maximum({{a0}}, 0.0{_NAN}, 6.0{_NAN}"),
+    "relu": TritonOp(nan_max("{a0}", "0.0")),
+    "relu6": TritonOp(nan_min(nan_max("{a0}", "0.0"), "6.0")),
     "leaky_relu": TritonOp("tl.where({a0} >= 0, {a0}, {a0} * {negative_slope})"),
     "gelu": TritonOp("", ("_tanh",), _gelu),
     "silu": TritonOp("{a0} * tl.sigmoid({a0})"),
@@ -76,11 +82,11 @@ TRITON: dict[str, TritonOp] = {
                          ("_softplus",)),
     "mish": TritonOp("{a0} * _tanh(_softplus({a0}))", ("_tanh", "_softplus")),
     "elu": TritonOp("tl.where({a0} > 0, {a0}, {alpha} * (tl.exp({a0}) - 1.0))"),
-    "celu": TritonOp(f"tl.maximum({{a0}}, 0.0{_NAN} + tl.minimum(0.0, {{alpha}} * (tl.exp({{a0}} / {{alpha}}) - 1.0))"),
+    "celu": TritonOp(nan_max("{a0}", "0.0") + " + tl.minimum(0.0, {alpha} * (tl.exp({a0} / {alpha}) - 1.0))"),
     "selu": TritonOp(f"{_SELU_SCALE} * tl.where({{a0}} > 0, {{a0}}, {_SELU_ALPHA} * (tl.exp({{a0}}) - 1.0))"),
     "hardswish": TritonOp("{a0} * tl.minimum(tl.maximum({a0} + 3.0, 0.0), 6.0) / 6.0"),
-    "hardsigmoid": TritonOp(f"tl.minimum(tl.maximum({{a0}} / 6.0 + 0.5, 0.0{_NAN}, 1.0{_NAN}"),
-    "hardtanh": TritonOp(f"tl.minimum(tl.maximum({{a0}}, {{min_val}}{_NAN}, {{max_val}}{_NAN}"),
+    "hardsigmoid": TritonOp(nan_min(nan_max("{a0} / 6.0 + 0.5", "0.0"), "1.0")),
+    "hardtanh": TritonOp(nan_min(nan_max("{a0}", "{min_val}"), "{max_val}")),
     "softsign": TritonOp("{a0} / (1.0 + tl.abs({a0}))"),
     "tanhshrink": TritonOp("{a0} - _tanh({a0})", ("_tanh",)),
     "hardshrink": TritonOp("tl.where(tl.abs({a0}) <= {lambd}, 0.0, {a0})"),  # NaN is not <= anything: kept
@@ -112,8 +118,8 @@ TRITON: dict[str, TritonOp] = {
     "mul": TritonOp("({a0} * {a1})"),
     "div": TritonOp("({a0} / {a1})"),
     "pow": TritonOp(""),  # lowered by lowering._power
-    "maximum": TritonOp(f"tl.maximum({{a0}}, {{a1}}{_NAN}"),
-    "minimum": TritonOp(f"tl.minimum({{a0}}, {{a1}}{_NAN}"),
+    "maximum": TritonOp(nan_max("{a0}", "{a1}")),
+    "minimum": TritonOp(nan_min("{a0}", "{a1}")),
     "gt": TritonOp("({a0} > {a1})"),
     "ge": TritonOp("({a0} >= {a1})"),
     "lt": TritonOp("({a0} < {a1})"),

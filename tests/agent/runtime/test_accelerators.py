@@ -23,7 +23,7 @@ def test_two_stages_at_once_hold_different_accelerators_and_a_third_waits() -> N
     release = threading.Event()
 
     def stage() -> None:
-        with slots as slot:
+        with slots.hold("cuda") as slot:
             held.append(slot)
             release.wait(timeout=10)
 
@@ -45,9 +45,9 @@ def test_a_run_sees_only_the_accelerator_its_stage_holds(tmp_path: Path, monkeyp
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")  # the operator's own choice of GPUs is kept
     slots = AcceleratorSlots(2)
     seen = []
-    with slots as first, slots as second:
+    with slots.hold("cuda") as first, slots.hold("cuda") as second:
         for slot in (first, second):
-            token = current_slot.set(slot)
+            token = current_slot.set(slot)  # each run as if its own stage held it
             try:
                 run = run_file({"env.py": REPORTS_VISIBLE_DEVICES}, "env.py", tmp_path / f"w{slot}", device="cuda",
                                timeout_s=60, trusted=True)
@@ -62,7 +62,14 @@ def test_a_run_outside_any_stage_keeps_the_parents_devices(tmp_path: Path, monke
     run = run_file({"env.py": REPORTS_VISIBLE_DEVICES}, "env.py", tmp_path / "w", device="cuda", timeout_s=60,
                    trusted=True)
     assert run.result["cuda"] == "1"
-    with AcceleratorSlots(1):
+    with AcceleratorSlots(1).hold("npu"):
         run = run_file({"env.py": REPORTS_VISIBLE_DEVICES}, "env.py", tmp_path / "w2", device="npu", timeout_s=60,
                        trusted=True)
     assert run.result["npu"] == "0"
+
+
+def test_an_interpreter_run_on_the_cpu_holds_no_accelerator() -> None:
+    slots = AcceleratorSlots(1)
+    with slots.hold("cuda"), slots.hold("cpu") as slot:  # would wait forever if the CPU took the one slot
+        assert slot is None and slots.free() == 0
+    assert slots.free() == 1

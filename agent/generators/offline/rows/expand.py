@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from agent.generators.offline.triton_ops import nan_max
 from agent.ir.expr import Expr, Node, Ref
 from agent.ir.printer import to_text
 from agent.ir.types import ValueType
@@ -91,7 +92,7 @@ def _log_softmax(v: RowNode) -> RowNode:
 
 def _normalize(x: Expander, e: Node, v: RowNode) -> RowNode:
     length = _p_norm(e, v, attr(e, "p"))
-    return code("({0} / tl.maximum({1}, {2}, propagate_nan=tl.PropagateNan.ALL))", v, length, scalar(x, e, "eps"))
+    return code("({0} / " + nan_max("{1}", "{2}") + ")", v, length, scalar(x, e, "eps"))
 
 
 def _cosine(x: Expander, e: Node) -> Value:
@@ -101,7 +102,7 @@ def _cosine(x: Expander, e: Node) -> Value:
     x.reduced_dims(e, first, attr(e, "dim"))
     a, b = x.tile(first), x.tile(second)
     eps = scalar(x, e, "eps")
-    clamped = "tl.maximum(tl.sqrt({0}), {1}, propagate_nan=tl.PropagateNan.ALL)"  # a NaN row stays NaN
+    clamped = nan_max("tl.sqrt({0})", "{1}")  # a NaN row stays NaN
     norm_a = code(clamped, reduce("sum", code("({0} * {0})", a)), eps)
     norm_b = code(clamped, reduce("sum", code("({0} * {0})", b)), eps)
     return Value(code("({0} / ({1} * {2}))", reduce("sum", code("({0} * {1})", a, b)), norm_a, norm_b), "dropped")
