@@ -1,7 +1,10 @@
 # Sourced by the GPU scripts: put the carried packages (.site/ or .whl/) on PYTHONPATH and print the machine.
 # Usage: . scripts/_device_env.sh OUT_DIR
-if [ -f .site/site.tar.xz ]; then  # scripts/build_device_site.sh: our dependencies and Ray, unpacked
-  mkdir -p /tmp/site && tar xJf .site/site.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site:$PWD || exit 1
+if [ -f /tmp/site/.unpacked ]; then  # a later call on the same warm machine
+  export PYTHONPATH=/tmp/site:$PWD
+elif [ -f .site/site.tar.xz ]; then  # scripts/build_device_site.sh: our dependencies and Ray, unpacked
+  mkdir -p /tmp/site && tar xJf .site/site.tar.xz -C /tmp/site && touch /tmp/site/.unpacked \
+    && export PYTHONPATH=/tmp/site:$PWD || exit 1
 elif [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site $(ls .whl/*.whl .whl/fallback/*.whl 2>/dev/null) \
     && export PYTHONPATH=/tmp/site:$PWD || exit 1

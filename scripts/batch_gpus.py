@@ -1,10 +1,16 @@
 """Run one batch through a real server on this machine's GPUs and write its wall time, verdicts and report.
 
-Usage: python3 scripts/batch_gpus.py SPECS OUT LABEL [--executor local|ray] [--rounds N] [--stop-after S]
+Usage: python3 scripts/batch_gpus.py SPECS OUT LABEL [--executor local|ray] [--rounds N] [--stop-after S] [--detach]
 SPECS holds one spec per line. The server gets a fresh SQLite database; CUDA_VISIBLE_DEVICES picks the GPUs.
 nvidia-smi is sampled during the batch, so the summary shows how busy each GPU was.
-A batch longer than one device call: --stop-after stops the server (as a restart would) and records the time so
-far; the same command on the same warm machine starts the server again, which resumes the batch, and adds the time.
+A batch longer than one device call: with --stop-after the call stops polling and records the time so far, and the
+same command in the next call goes on. Without --detach the server stops too (as a restart would) and the next
+call starts it again, which resumes the batch. With --detach the server and the sampler run in their own session
+and outlive the call: on the same warm machine the next call re-attaches, nothing restarts, and the wall time is
+the database's (first task queued to last task finished). When the next call may find a fresh machine, leave out
+--detach, put OUT inside the repository (an ignored folder such as .bg), return it from each call (tar it into
+$OUT: the server has stopped, so the database is whole) and carry it into the next: the server resumes from the
+carried database, and the wall time is the sum of the calls' own times (restarts included, machine starts not).
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ import argparse
 import json
 import os
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +56,47 @@ def start_ray(env: dict[str, str], out: Path) -> str:
     return "127.0.0.1:6399"
 
 
+def answers() -> bool:
+    """Say whether our server answers (a live pid alone may be another process on a fresh machine)."""
+    try:
+        call("/healthz")
+    except OSError:
+        return False
+    return True
+
+
+def alive(pid: int | None) -> bool:
+    """Say whether a process of ours still runs."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def stop(pid: int | None) -> None:
+    """End a detached process and its session."""
+    if alive(pid):
+        assert pid is not None
+        os.killpg(pid, signal.SIGTERM)
+        for _ in range(120):
+            if not alive(pid):
+                return
+            time.sleep(0.5)
+        os.killpg(pid, signal.SIGKILL)
+
+
+def database_wall(database: Path, batch_id: int) -> float:
+    """Return seconds from the batch's creation to its last task's last change, as the database recorded them."""
+    with sqlite3.connect(database) as db:
+        created = db.execute("SELECT created_at FROM batch WHERE id = ?", (batch_id,)).fetchone()[0]
+        last = db.execute("SELECT max(job.updated_at) FROM job JOIN batchtask ON batchtask.job_id = job.id "
+                          "WHERE batchtask.batch_id = ?", (batch_id,)).fetchone()[0]
+    return (datetime.fromisoformat(str(last)) - datetime.fromisoformat(str(created))).total_seconds()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("specs", type=Path)
@@ -56,24 +106,34 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--stop-after", type=float, default=None, help="seconds; then stop and record the time so far")
+    parser.add_argument("--detach", action="store_true", help="server outlives the call; re-run to re-attach")
     args = parser.parse_args()
     out: Path = args.out / args.label
     out.mkdir(parents=True, exist_ok=True)
     specs = [line.strip() for line in args.specs.read_text(encoding="utf-8").splitlines() if line.strip()]
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGEN_")}
+    out = out.resolve()
     env.update(KERNELGEN_DATABASE_URL=f"sqlite:///{out}/kernelgen.db", KERNELGEN_WORK_DIR=f"/tmp/kg-{args.label}/work",
-               KERNELGEN_ARTIFACT_ROOT=f"/tmp/kg-{args.label}/jobs", KERNELGEN_SANDBOX_ALLOW_UNISOLATED="true",
+               KERNELGEN_ARTIFACT_ROOT=f"{out}/jobs", KERNELGEN_SANDBOX_ALLOW_UNISOLATED="true",
                KERNELGEN_EXECUTOR=args.executor)
-    if args.executor == "ray":
+    if args.executor == "ray" and not (out / "ray_start.txt").exists():
         env["KERNELGEN_RAY_ADDRESS"] = start_ray(env, out)
+    state_file = out / "state.json"
+    state = json.loads(state_file.read_text()) if state_file.exists() else {"spent_s": 0.0, "parts": 0}
+    attached = args.detach and alive(state.get("server_pid")) and answers()
     smi = "nvidia-smi" if shutil.which("nvidia-smi") else "true"
-    sampler = subprocess.Popen(
-        [smi, "--query-gpu=timestamp,index,utilization.gpu,memory.used", "--format=csv,noheader,nounits",
-         "-lms", "500"], stdout=(out / "gpu_samples.csv").open("a"), stderr=subprocess.DEVNULL)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "server.app:create_app", "--factory", "--host", "127.0.0.1",
-         "--port", str(PORT), "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=(out / "server.log").open("w"), stderr=subprocess.STDOUT)
+    if not attached:
+        sampler = subprocess.Popen(
+            [smi, "--query-gpu=timestamp,index,utilization.gpu,memory.used", "--format=csv,noheader,nounits",
+             "-lms", "500"], stdout=(out / "gpu_samples.csv").open("a"), stderr=subprocess.DEVNULL,
+            start_new_session=args.detach)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "server.app:create_app", "--factory", "--host", "127.0.0.1",
+             "--port", str(PORT), "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=(out / "server.log").open("a"), stderr=subprocess.STDOUT,
+            start_new_session=args.detach)
+        state.update(server_pid=server.pid, sampler_pid=sampler.pid)
+    finished = False
     try:
         for _ in range(300):
             try:
@@ -81,8 +141,6 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.2)
-        state_file = out / "state.json"
-        state = json.loads(state_file.read_text()) if state_file.exists() else {"spent_s": 0.0, "parts": 0}
         started = time.monotonic()
         if "batch" not in state:
             state["batch"] = call("/batches", {"name": args.label, "specs": specs, "device": args.device,
@@ -97,9 +155,13 @@ def main() -> None:
                 break
             time.sleep(1.0)
         wall = state["spent_s"] + time.monotonic() - started
-        state.update(spent_s=wall, parts=state["parts"] + 1)
+        state.update(spent_s=wall, parts=state["parts"] + (0 if attached else 1))
         state_file.write_text(json.dumps(state))
-        if detail["status"] not in ("done", "cancelled"):
+        finished = detail["status"] in ("done", "cancelled")
+        observed = wall
+        if finished and args.detach and state["parts"] == 1:  # one server saw it all, the calls' gaps too
+            wall = database_wall(out / "kernelgen.db", batch_id)
+        if not finished:
             print(json.dumps({"label": args.label, "unfinished": True, "spent_s": round(wall, 1),
                               "counts": detail["counts"]}))
             return
@@ -109,10 +171,14 @@ def main() -> None:
         for name in ("fast_p", "speedups", "roofline"):
             (out / f"{name}.png").write_bytes(call(f"/batches/{batch_id}/plots/{name}.png", raw=True))
     finally:
-        server.terminate()
-        server.wait(timeout=60)
-        sampler.terminate()
-        if args.executor == "ray":
+        if args.detach and finished:
+            stop(state.get("server_pid"))
+            stop(state.get("sampler_pid"))
+        elif not args.detach:
+            server.terminate()
+            server.wait(timeout=60)
+            sampler.terminate()
+        if args.executor == "ray" and (not args.detach or finished):
             subprocess.run([*RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
     busy: dict[str, list[float]] = {}
     for line in (out / "gpu_samples.csv").read_text().splitlines():
@@ -121,6 +187,7 @@ def main() -> None:
             busy.setdefault(parts[1], []).append(float(parts[2]))
     summary = {
         "label": args.label, "executor": args.executor, "tasks": len(specs), "wall_s": round(wall, 1),
+        "observed_s": round(observed, 1),  # summed over the calls; without --detach the same as wall_s
         "parts": state["parts"],  # server runs it took; a stage cut by a stop ran again after it
         "health": health, "counts": detail["counts"],
         "verdicts": [(t["index"], t["op"], t["status"]) for t in detail["tasks"]],

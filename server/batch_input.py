@@ -9,6 +9,7 @@ from agent.reader.taskbook import task_headings
 from server.schemas import storable
 
 MAX_TASKS = 500
+TITLE_CHARS = 60  # of a spec's first line, in a title that a report's table shows
 
 
 class BatchInputError(ValueError):
@@ -43,7 +44,8 @@ def jsonl_tasks(text: str) -> list[tuple[str, str]]:
             raise BatchInputError(f"jsonl line {number}: a reference is PyTorch code, as a non-empty string")
         name = record.get("name")
         spec = record["spec"] if reference is None else with_reference(record["spec"], reference)
-        tasks.append((name if isinstance(name, str) and name.strip() else f"line {number}", spec))
+        tasks.append((name if isinstance(name, str) and name.strip() else titled(f"line {number}", record["spec"]),
+                      spec))
     return tasks
 
 
@@ -54,7 +56,13 @@ def with_reference(spec: str, reference: str) -> str:
 
 def spec_tasks(specs: list[str]) -> list[tuple[str, str]]:
     """Return (title, spec) per spec of a list."""
-    return [(f"spec {i + 1}", spec) for i, spec in enumerate(specs)]
+    return [(titled(f"spec {i + 1}", spec), spec) for i, spec in enumerate(specs)]
+
+
+def titled(place: str, spec: str) -> str:
+    """Return a title for an unnamed task: where it came from and the start of its spec's first line."""
+    head = " ".join(next((line for line in spec.splitlines() if line.strip()), "").split())
+    return f"{place}: {head[:TITLE_CHARS]}{'…' if len(head) > TITLE_CHARS else ''}" if head else place
 
 
 def checked(tasks: list[tuple[str, str]], max_spec_bytes: int) -> list[tuple[str, str]]:

@@ -95,7 +95,8 @@ def test_specs_and_jsonl_batches_and_their_refusals(start_server: Callable[..., 
         batch = client.post("/batches", json={"jsonl": jsonl, "device": "cpu"}).json()
         specs = client.post("/batches", json={"specs": [RELU], "device": "cpu"}).json()
         done = wait_batch(client, batch["id"])
-        assert [t["title"] for t in done["tasks"]] == ["relu", "line 2", "line 3"]
+        assert [t["title"] for t in done["tasks"]] == ["relu", "line 2: sigmoid of x [8, 8] float32",
+                                                     "line 3: GELU, x [8, 40] float32"]
         assert [t["status"] for t in done["tasks"]] == ["verified", "verified", "verified"]
         checked = client.get(f"/jobs/{done['tasks'][2]['job_id']}").json()
         assert checked["reading"]["source"] == "code" and checked["reading"]["code"]["entry"] == "gelu_ref"

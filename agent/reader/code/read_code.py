@@ -80,7 +80,7 @@ def read_code(code: CodeSource, *, work_dir: Path, declared: dict[str, tuple[lis
         if isinstance(exc, SpecQuestion):
             raise
         raise SpecQuestion(f"KernelGen could not read the trace of your code ({type(exc).__name__}: {exc}).") from None
-    plan = _plan(trace, mapped, inputs)
+    plan = _plan(trace, mapped, inputs) | {"budget_s": timeout_s}
     check = _run(shared | {SCRIPTS[2]: (HARNESS_DIR / SCRIPTS[2]).read_text(), "plan.json": json.dumps(plan)},
                  SCRIPTS[2], work_dir / "check", ("--plan", "plan.json"), timeout_s,
                  "KernelGen could not check its reading of your code")
@@ -196,8 +196,8 @@ def _notes(trace: dict[str, Any], mapped: Mapped, check: dict[str, Any]) -> list
         notes.append("module tensors as inputs: " + ", ".join(f"{i.name} {list(i.shape)} {i.dtype} ({i.origin})"
                                                               for i in parameters))
     notes += [*trace.get("notes", []), *mapped.notes]
-    error = float(check["max_abs"])
-    notes.append(f"checked: the IR computes the same values as your code on {len(check['seeds'])} random inputs "
-                 f"(max abs error {error:.3g})" if error else f"checked: the IR computes the same values as your "
-                 f"code on {len(check['seeds'])} random inputs (max abs error 0.0)")
+    count, error = len(check["seeds"]), float(check["max_abs"])
+    notes.append(f"checked: the IR computes the same values as your code on {count} random "
+                 f"input{'s' if count > 1 else ''} (max abs error {f'{error:.3g}' if error else '0.0'})")
+    notes += check.get("notes", [])
     return notes

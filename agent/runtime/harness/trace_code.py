@@ -11,6 +11,7 @@ tensors), and the module tensors the graph reads; or {"status": "error", "messag
 """
 
 import builtins
+import copy
 import functools
 import inspect
 import json
@@ -94,12 +95,14 @@ def trace(declared: dict[str, dict], entry: str | None) -> dict:
         except Exception as exc:
             _raise_if_eager_fails(setup)
             raise Refused(f"torch.fx cannot trace the code: {one_line(exc)}") from None
-        recorder = Recorder(gm)
-        try:
-            recorder.run(*setup.values)
-        except Exception as exc:
-            _raise_if_eager_fails(setup)
-            raise Refused(f"the traced code raised {one_line(exc)}{_line(recorder.node)}") from None
+        recorder = _on_meta(gm, setup)
+        if recorder is None:
+            recorder = Recorder(gm)
+            try:
+                recorder.run(*setup.values)
+            except Exception as exc:
+                _raise_if_eager_fails(setup)
+                raise Refused(f"the traced code raised {one_line(exc)}{_line(recorder.node)}") from None
     names = _qualified_names()
     nodes = [_node(n, gm, recorder.values, names, setup) for n in gm.graph.nodes]
     tensors: dict[str, dict] = {}
@@ -116,6 +119,20 @@ def trace(declared: dict[str, dict], entry: str | None) -> dict:
         "fixed": [{"name": n, "value": jsonable(v), "source": setup.sources[n]} for n, v in setup.fixed.items()],
         "tensors": tensors, "nodes": nodes, "notes": setup.notes, "runnable": setup.runnable,
     }
+
+
+def _on_meta(gm: GraphModule, setup: Setup) -> Recorder | None:
+    """Propagate shapes and dtypes on the meta device, which does no arithmetic; None where an op needs values.
+
+    A large fp16 matmul takes minutes on the CPU (PyTorch has no fast fp16 GEMM there) and none on meta. Code that
+    reads values (.item(), data-dependent shapes) or makes CPU tensors in forward fails here and runs for real.
+    """
+    try:
+        recorder = Recorder(copy.deepcopy(gm).to("meta"))
+        recorder.run(*(v.to("meta") if isinstance(v, torch.Tensor) else v for v in setup.values))
+    except Exception:
+        return None
+    return recorder
 
 
 def _raise_if_eager_fails(setup: Setup) -> None:

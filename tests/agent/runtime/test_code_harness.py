@@ -1,0 +1,67 @@
+"""The code reader's harness scripts stay fast on code that is slow on the CPU, and keep reading what they did."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent.reader.code.read_code import HARNESS_DIR, SCRIPTS, TOLERANCE, USER_FILE
+
+
+def run_harness(folder: Path, script: str, code: str, files: dict[str, Any], args: list[str],
+                timeout_s: float = 60.0) -> dict[str, Any]:
+    """Run one harness script on the user's code in a fresh folder; return its result file."""
+    folder.mkdir()
+    (folder / USER_FILE).write_text(code)
+    for name in (SCRIPTS[0], script):
+        shutil.copy(HARNESS_DIR / name, folder / name)
+    for name, data in files.items():
+        (folder / name).write_text(json.dumps(data))
+    subprocess.run([sys.executable, script, "--json", "result.json", *args], cwd=folder, check=True,
+                   timeout=timeout_s, capture_output=True)
+    result: dict[str, Any] = json.loads((folder / "result.json").read_text())
+    return result
+
+
+def test_a_large_fp16_matmul_is_traced_without_computing_it(tmp_path: Path) -> None:
+    # On this CPU, 4096^3 in fp16 takes minutes to compute; its shapes take no time on the meta device.
+    inputs = {"a": {"shape": [4096, 4096], "dtype": "float16"}, "b": {"shape": [4096, 4096], "dtype": "float16"}}
+    code = "import torch\n\ndef mm(a, b):\n    return torch.matmul(a, b).relu()\n"
+    trace = run_harness(tmp_path / "trace", SCRIPTS[1], code, {"inputs.json": inputs}, ["--inputs", "inputs.json"],
+                        timeout_s=30)
+    assert trace["status"] == "pass"
+    shapes = {n["target"]: n["value"]["tensor"] for n in trace["nodes"] if n["op"] != "placeholder" and n["value"]
+              and "tensor" in n["value"]}
+    assert set(shapes) == {"torch.matmul", "relu", "output"}
+    assert all(value == {"shape": [4096, 4096], "dtype": "float16"} for value in shapes.values())
+
+
+def test_code_whose_shapes_depend_on_values_is_traced_for_real(tmp_path: Path) -> None:
+    inputs = {"x": {"shape": [4, 5], "dtype": "float32"}}
+    code = "def positives(x):\n    return x[x > 0] * 2\n"
+    trace = run_harness(tmp_path / "trace", SCRIPTS[1], code, {"inputs.json": inputs}, ["--inputs", "inputs.json"])
+    assert trace["status"] == "pass"
+    output = next(n for n in trace["nodes"] if n["op"] == "output")
+    kept = next(n for n in trace["nodes"] if n["name"] == output["args"][0]["node"])["value"]["tensor"]["shape"]
+    assert len(kept) == 1 and 0 < kept[0] < 20  # a count of positive values, which the meta device cannot know
+
+
+def plan(budget_s: float | None) -> dict[str, Any]:
+    """Return check_code.py's plan for `relu(x)` read from a function `act`."""
+    found = {"expr": "torch.relu(x)", "entry": "act", "declared": {"x": {"shape": [3, 7], "dtype": "float32"}},
+             "seeds": [1, 2, 3], "arguments": {"x": "x"}, "tensors": {}, "ranges": {}, "positive": [],
+             "tolerance": TOLERANCE}
+    return found | ({"budget_s": budget_s} if budget_s is not None else {})
+
+
+def test_the_check_uses_fewer_seeds_only_when_they_would_not_fit_its_time(tmp_path: Path) -> None:
+    code = "import torch\n\ndef act(x):\n    return torch.relu(x)\n"
+    full = run_harness(tmp_path / "full", SCRIPTS[2], code, {"plan.json": plan(120.0)}, ["--plan", "plan.json"])
+    assert full["status"] == "pass" and [s["seed"] for s in full["seeds"]] == [1, 2, 3] and full["notes"] == []
+    short = run_harness(tmp_path / "short", SCRIPTS[2], code, {"plan.json": plan(1e-9)}, ["--plan", "plan.json"])
+    assert short["status"] == "pass" and [s["seed"] for s in short["seeds"]] == [1]
+    assert short["notes"][0].startswith("checked on 1 of 3 seeds")
