@@ -66,9 +66,14 @@ def answers() -> bool:
 
 
 def alive(pid: int | None) -> bool:
-    """Say whether a process of ours still runs."""
+    """Say whether a process still runs (a child of this call that ended is reaped, not taken for alive)."""
     if not pid:
         return False
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass  # not a child of this call: a detached one from an earlier call
     try:
         os.kill(pid, 0)
     except OSError:
@@ -76,9 +81,13 @@ def alive(pid: int | None) -> bool:
     return True
 
 
-def stop(pid: int | None) -> None:
-    """End a detached process and its session."""
-    if alive(pid):
+def stop(pid: int | None, command: str) -> None:
+    """End a detached process (the leader of its own session) and its session, if it still runs `command`."""
+    try:  # on a fresh machine the pid may belong to anything else
+        ours = command.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        ours = False
+    if ours and alive(pid):
         assert pid is not None
         os.killpg(pid, signal.SIGTERM)
         for _ in range(120):
@@ -88,13 +97,27 @@ def stop(pid: int | None) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def database_wall(database: Path, batch_id: int) -> float:
+def database_wall(database: Path, batch_id: int) -> float | None:
     """Return seconds from the batch's creation to its last task's last change, as the database recorded them."""
     with sqlite3.connect(database) as db:
-        created = db.execute("SELECT created_at FROM batch WHERE id = ?", (batch_id,)).fetchone()[0]
+        created = db.execute("SELECT created_at FROM batch WHERE id = ?", (batch_id,)).fetchone()
         last = db.execute("SELECT max(job.updated_at) FROM job JOIN batchtask ON batchtask.job_id = job.id "
-                          "WHERE batchtask.batch_id = ?", (batch_id,)).fetchone()[0]
-    return (datetime.fromisoformat(str(last)) - datetime.fromisoformat(str(created))).total_seconds()
+                          "WHERE batchtask.batch_id = ?", (batch_id,)).fetchone()
+    if not created or not last or last[0] is None:
+        return None  # no task ever got a job
+    return (datetime.fromisoformat(str(last[0])) - datetime.fromisoformat(str(created[0]))).total_seconds()
+
+
+def wait_health(server: subprocess.Popen[bytes] | None) -> Any:
+    """Wait for the server to answer /healthz; stop if the one this call started has exited."""
+    for _ in range(600):
+        if server is not None and server.poll() is not None:
+            raise SystemExit(f"the server exited with {server.returncode}: see server.log")
+        try:
+            return call("/healthz")
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("the server did not answer /healthz in 120 s: see server.log")
 
 
 def main() -> None:
@@ -108,21 +131,26 @@ def main() -> None:
     parser.add_argument("--stop-after", type=float, default=None, help="seconds; then stop and record the time so far")
     parser.add_argument("--detach", action="store_true", help="server outlives the call; re-run to re-attach")
     args = parser.parse_args()
-    out: Path = args.out / args.label
+    out: Path = (args.out / args.label).resolve()
     out.mkdir(parents=True, exist_ok=True)
     specs = [line.strip() for line in args.specs.read_text(encoding="utf-8").splitlines() if line.strip()]
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGEN_")}
-    out = out.resolve()
     env.update(KERNELGEN_DATABASE_URL=f"sqlite:///{out}/kernelgen.db", KERNELGEN_WORK_DIR=f"/tmp/kg-{args.label}/work",
                KERNELGEN_ARTIFACT_ROOT=f"{out}/jobs", KERNELGEN_SANDBOX_ALLOW_UNISOLATED="true",
                KERNELGEN_EXECUTOR=args.executor)
-    if args.executor == "ray" and not (out / "ray_start.txt").exists():
-        env["KERNELGEN_RAY_ADDRESS"] = start_ray(env, out)
     state_file = out / "state.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {"spent_s": 0.0, "parts": 0}
     attached = args.detach and alive(state.get("server_pid")) and answers()
-    smi = "nvidia-smi" if shutil.which("nvidia-smi") else "true"
+    server = sampler = None
     if not attached:
+        if args.detach:  # ours from an earlier call that no longer answers
+            stop(state.get("server_pid"), "uvicorn")
+            stop(state.get("sampler_pid"), "nvidia-smi")
+        if answers():
+            raise SystemExit(f"port {PORT} answers already: another label's detached server? Stop it first.")
+        if args.executor == "ray":
+            env["KERNELGEN_RAY_ADDRESS"] = start_ray(env, out)
+        smi = "nvidia-smi" if shutil.which("nvidia-smi") else "true"
         sampler = subprocess.Popen(
             [smi, "--query-gpu=timestamp,index,utilization.gpu,memory.used", "--format=csv,noheader,nounits",
              "-lms", "500"], stdout=(out / "gpu_samples.csv").open("a"), stderr=subprocess.DEVNULL,
@@ -132,21 +160,17 @@ def main() -> None:
              "--port", str(PORT), "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=(out / "server.log").open("a"), stderr=subprocess.STDOUT,
             start_new_session=args.detach)
-        state.update(server_pid=server.pid, sampler_pid=sampler.pid)
+        state.update(server_pid=server.pid, sampler_pid=sampler.pid, parts=state["parts"] + 1)
+        state_file.write_text(json.dumps(state))  # a call killed while polling leaves what the next one needs
     finished = False
     try:
-        for _ in range(300):
-            try:
-                health = call("/healthz")
-                break
-            except OSError:
-                time.sleep(0.2)
+        health = wait_health(server)
         started = time.monotonic()
         if "batch" not in state:
             state["batch"] = call("/batches", {"name": args.label, "specs": specs, "device": args.device,
                                                "rounds": args.rounds})["id"]
+            state_file.write_text(json.dumps(state))
         batch_id = state["batch"]
-        detail: dict[str, Any] = {}
         while True:
             detail = call(f"/batches/{batch_id}")
             if detail["status"] in ("done", "cancelled"):
@@ -154,15 +178,14 @@ def main() -> None:
             if args.stop_after is not None and time.monotonic() - started > args.stop_after:
                 break
             time.sleep(1.0)
-        wall = state["spent_s"] + time.monotonic() - started
-        state.update(spent_s=wall, parts=state["parts"] + (0 if attached else 1))
+        wall = observed = state["spent_s"] + time.monotonic() - started
+        state.update(spent_s=observed)
         state_file.write_text(json.dumps(state))
         finished = detail["status"] in ("done", "cancelled")
-        observed = wall
         if finished and args.detach and state["parts"] == 1:  # one server saw it all, the calls' gaps too
-            wall = database_wall(out / "kernelgen.db", batch_id)
+            wall = database_wall(out / "kernelgen.db", batch_id) or observed
         if not finished:
-            print(json.dumps({"label": args.label, "unfinished": True, "spent_s": round(wall, 1),
+            print(json.dumps({"label": args.label, "unfinished": True, "spent_s": round(observed, 1),
                               "counts": detail["counts"]}))
             return
         report = call(f"/batches/{batch_id}/report?format=json")
@@ -172,9 +195,9 @@ def main() -> None:
             (out / f"{name}.png").write_bytes(call(f"/batches/{batch_id}/plots/{name}.png", raw=True))
     finally:
         if args.detach and finished:
-            stop(state.get("server_pid"))
-            stop(state.get("sampler_pid"))
-        elif not args.detach:
+            stop(state.get("server_pid"), "uvicorn")
+            stop(state.get("sampler_pid"), "nvidia-smi")
+        elif not args.detach and server is not None and sampler is not None:
             server.terminate()
             server.wait(timeout=60)
             sampler.terminate()
@@ -188,7 +211,7 @@ def main() -> None:
     summary = {
         "label": args.label, "executor": args.executor, "tasks": len(specs), "wall_s": round(wall, 1),
         "observed_s": round(observed, 1),  # summed over the calls; without --detach the same as wall_s
-        "parts": state["parts"],  # server runs it took; a stage cut by a stop ran again after it
+        "parts": state["parts"],  # servers started; a stage cut by a restart ran again after it
         "health": health, "counts": detail["counts"],
         "verdicts": [(t["index"], t["op"], t["status"]) for t in detail["tasks"]],
         "gpu_busy_share": {gpu: round(sum(1 for u in values if u > 0) / len(values), 3)

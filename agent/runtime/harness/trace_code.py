@@ -125,11 +125,16 @@ def _on_meta(gm: GraphModule, setup: Setup) -> Recorder | None:
     """Propagate shapes and dtypes on the meta device, which does no arithmetic; None where an op needs values.
 
     A large fp16 matmul takes minutes on the CPU (PyTorch has no fast fp16 GEMM there) and none on meta. Code that
-    reads values (.item(), data-dependent shapes) or makes CPU tensors in forward fails here and runs for real.
+    reads values (.item(), data-dependent shapes) fails here and runs for real; so does code that takes integer
+    tensors (indices, targets), whose values the CPU run checks and meta cannot.
     """
+    if any(not t.is_floating_point() for t in setup.tensors.values()):
+        return None
     try:
-        recorder = Recorder(copy.deepcopy(gm).to("meta"))
-        recorder.run(*(v.to("meta") if isinstance(v, torch.Tensor) else v for v in setup.values))
+        meta = copy.deepcopy(gm).to("meta")
+        with torch.device("meta"):  # tensors made in forward (a causal mask, an arange) are made there too
+            recorder = Recorder(meta)
+            recorder.run(*(v.to("meta") if isinstance(v, torch.Tensor) else v for v in setup.values))
     except Exception:
         return None
     return recorder

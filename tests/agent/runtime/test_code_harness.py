@@ -40,6 +40,25 @@ def test_a_large_fp16_matmul_is_traced_without_computing_it(tmp_path: Path) -> N
     assert all(value == {"shape": [4096, 4096], "dtype": "float16"} for value in shapes.values())
 
 
+def test_a_mask_made_inside_forward_is_made_on_the_meta_device_too(tmp_path: Path) -> None:
+    inputs = {"q": {"shape": [4096, 4096], "dtype": "float16"}, "k": {"shape": [4096, 4096], "dtype": "float16"}}
+    code = ("import torch\n\ndef scores(q, k):\n    n = q.shape[0]\n"
+            "    mask = torch.triu(torch.ones((n, n), dtype=torch.bool), 1)\n"
+            "    return (q @ k.transpose(0, 1)).masked_fill(mask, float('-inf'))\n")
+    trace = run_harness(tmp_path / "trace", SCRIPTS[1], code, {"inputs.json": inputs}, ["--inputs", "inputs.json"],
+                        timeout_s=30)
+    output = next(n for n in trace["nodes"] if n["op"] == "output")
+    assert trace["status"] == "pass" and output["value"]["tensor"] == {"shape": [4096, 4096], "dtype": "float16"}
+
+
+def test_indices_out_of_range_are_still_refused(tmp_path: Path) -> None:
+    # The meta device cannot see an index out of range; code that takes integer tensors runs for real.
+    code = ("import torch\n\ndef pick(x, idx):\n    return torch.index_select(x, 0, idx)\n\n"
+            "def get_inputs():\n    return [torch.randn(4, 5), torch.tensor([1, 7])]\n")
+    trace = run_harness(tmp_path / "trace", SCRIPTS[1], code, {}, [])
+    assert trace["status"] == "error" and "raised" in trace["message"] and "IndexError" in trace["message"]
+
+
 def test_code_whose_shapes_depend_on_values_is_traced_for_real(tmp_path: Path) -> None:
     inputs = {"x": {"shape": [4, 5], "dtype": "float32"}}
     code = "def positives(x):\n    return x[x > 0] * 2\n"
