@@ -233,6 +233,9 @@ class JobService:
 
     def _reporter(self, job_id: int, cancel: threading.Event) -> Callable[[str, str], None]:
         def report(stage: str, message: str) -> None:
+            if self._stopping.is_set() and not cancel.is_set():
+                # The stage runs again after the restart; what it says now (a run the stop killed) is not its result.
+                raise JobCancelled()
             crud.add_event(self.engine, job_id, stage, message)
             if cancel.is_set() or self._stopping.is_set():
                 raise JobCancelled()

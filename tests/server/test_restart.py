@@ -89,3 +89,27 @@ def test_a_job_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> None
             outcomes.append(_one_kill_and_restart(folder, url))
     if LOOPS > 1:
         (ROOT / "docs" / f"restart_loop_{backend}.json").write_text(json.dumps({"runs": LOOPS, "outcomes": outcomes}))
+
+
+def test_a_stage_cut_by_a_graceful_stop_leaves_no_crash_in_the_jobs_events(tmp_path: Path) -> None:
+    # A stop (SIGTERM) kills the sandboxed run of the stage in flight; the stage runs again after the restart, so
+    # the killed run's "no result file was written" is not the job's history and must not be shown as a crash.
+    with database_url("sqlite", tmp_path) as url:
+        env = environment(tmp_path, url)
+        server = Server(env)
+        try:
+            job_id = server.post("/jobs", {"spec": SLOW_SPEC, "device": "cpu"})["id"]
+            _wait(server, job_id, lambda j: j["status"] == "running" and j.get("stage") == "generate")
+            time.sleep(1.0)  # inside the accuracy run
+        finally:
+            server.stop()
+        server = Server(env)
+        try:
+            job = _wait(server, job_id, lambda j: j["status"] in FINAL)
+            events = _events(server, job_id)
+        finally:
+            server.stop()
+    assert job["status"] == "verified", job
+    stages = [e["stage"] for e in events]
+    assert "resume" in stages, stages
+    assert not [e for e in events if "no result file" in e["message"] or "crashed" in e["message"]], events

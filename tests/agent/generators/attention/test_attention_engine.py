@@ -76,6 +76,19 @@ def test_an_additive_mask_and_a_scale_are_applied_and_a_fully_masked_row_is_zero
     assert torch.isnan(attention(q, k, v, m)[0, 0, 3]).all()
 
 
+@pytest.mark.parametrize("scale", [0.3, -0.3, 0.0])
+def test_a_scale_of_either_sign_or_zero_gives_pytorchs_softmax(scale: float, tmp_path: Path) -> None:
+    # A positive scale takes each row's max on the raw products; a negative one would turn that max into a min,
+    # and zero times a masked -inf is NaN: both keep the scaled scores. The reference is the softmax written out:
+    # PyTorch's own causal attention with a negative scale gives NaN (its mask's -inf is scaled to +inf).
+    attention = kernel_for(f"causal attention with scale={scale}, q k v [1, 2, 37, 16] fp32", tmp_path)
+    q, k, v = (torch.randn(1, 2, 37, 16) * 3 for _ in range(3))
+    scores = (q.double() @ k.double().transpose(-1, -2) * scale).masked_fill(
+        torch.ones(37, 37, dtype=torch.bool).triu(1), float("-inf"))
+    want = torch.softmax(scores, dim=-1) @ v.double()
+    torch.testing.assert_close(attention(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
+
+
 def test_three_dim_inputs_and_large_values_stay_finite(tmp_path: Path) -> None:
     attention = kernel_for("F.scaled_dot_product_attention(q, k, v) q [3, 50, 32] k [3, 70, 32] v [3, 70, 32] bf16",
                            tmp_path)
