@@ -3,7 +3,7 @@
 # 64 MiB a device call may carry (Ray's own wheel is 78 MB; without its Java jars and its ML libraries, and with xz,
 # everything fits in about 50 MB). _device_env.sh unpacks it into /tmp/site.
 # Usage: scripts/build_device_site.sh [--no-ray]   (from the repository root; .site/ is ignored through .git/info/exclude)
-# --no-ray: the local executor's packages only (about 14 MB), leaving room in the carry for a batch's folder.
+# --no-ray: the local executor's packages only (about 19 MB), leaving room in the carry for a batch's folder.
 set -euo pipefail
 work=$(mktemp -d)
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64
