@@ -37,14 +37,20 @@ def _wait(server: Server, job_id: int, until: Any, timeout: float = 240) -> dict
     raise AssertionError(f"job {job_id} did not get there in {timeout} s: {job}")
 
 
-def _one_kill_and_restart(tmp_path: Path, database_url: str) -> str:
+def _one_kill_and_restart(
+    tmp_path: Path, database_url: str, graceful: bool = False,
+) -> tuple[str, list[dict[str, Any]]]:
     env = environment(tmp_path, database_url)
     server = Server(env)
     try:
         job_id = server.post("/jobs", {"spec": SLOW_SPEC, "device": "cpu"})["id"]
         _wait(server, job_id, lambda j: j["status"] == "running" and j.get("stage") in ("accuracy", "generate"))
         before = _snapshot(server, job_id)
-        server.kill()
+        if graceful:
+            time.sleep(1.0)  # inside the accuracy run
+            server.stop()
+        else:
+            server.kill()
     except BaseException:
         server.stop()
         raise
@@ -64,7 +70,7 @@ def _one_kill_and_restart(tmp_path: Path, database_url: str) -> str:
     # It resumed from its checkpoint (it had passed requirements and definition): it did not start over.
     assert "resume" in stages and stages.count("requirements") == 1
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    return str(job["status"])
+    return str(job["status"]), events
 
 
 def _events(server: Server, job_id: int) -> list[dict[str, Any]]:
@@ -86,7 +92,7 @@ def test_a_job_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> None
         folder = tmp_path / f"run{i}"
         folder.mkdir()
         with database_url(backend, folder) as url:
-            outcomes.append(_one_kill_and_restart(folder, url))
+            outcomes.append(_one_kill_and_restart(folder, url)[0])
     if LOOPS > 1:
         (ROOT / "docs" / f"restart_loop_{backend}.json").write_text(json.dumps({"runs": LOOPS, "outcomes": outcomes}))
 
@@ -95,21 +101,8 @@ def test_a_stage_cut_by_a_graceful_stop_leaves_no_crash_in_the_jobs_events(tmp_p
     # A stop (SIGTERM) kills the sandboxed run of the stage in flight; the stage runs again after the restart, so
     # the killed run's "no result file was written" is not the job's history and must not be shown as a crash.
     with database_url("sqlite", tmp_path) as url:
-        env = environment(tmp_path, url)
-        server = Server(env)
-        try:
-            job_id = server.post("/jobs", {"spec": SLOW_SPEC, "device": "cpu"})["id"]
-            _wait(server, job_id, lambda j: j["status"] == "running" and j.get("stage") == "generate")
-            time.sleep(1.0)  # inside the accuracy run
-        finally:
-            server.stop()
-        server = Server(env)
-        try:
-            job = _wait(server, job_id, lambda j: j["status"] in FINAL)
-            events = _events(server, job_id)
-        finally:
-            server.stop()
-    assert job["status"] == "verified", job
+        status, events = _one_kill_and_restart(tmp_path, url, graceful=True)
+    assert status == "verified", events
     stages = [e["stage"] for e in events]
     assert "resume" in stages, stages
     assert not [e for e in events if "no result file" in e["message"] or "crashed" in e["message"]], events
