@@ -11,8 +11,10 @@ the database's (first task queued to last task finished). When the next call may
 --detach, put OUT inside the repository (an ignored folder such as .bg), return it from each call (tar it into
 $OUT: the server has stopped, so the database is whole) and carry it into the next: the server resumes from the
 carried database, and the wall time is the sum of the calls' own times (restarts included, machine starts not).
-Through the lent device the next call has always found a fresh machine so far, so the carried folder is the way
-there; build the packages with `scripts/build_device_site.sh --no-ray` so that both fit the 64 MiB carry.
+Through the lent device the next call often finds a fresh machine (it goes back 30 s after a call), so the carried
+folder is the way there; build the packages with `scripts/build_device_site.sh --no-ray` so that both fit the
+64 MiB carry. Past about 40 MB (some 20 jobs' checkpoints) carry the folder as a gzip archive instead (about a
+fifth of the size) and untar it first on the device.
 """
 
 from __future__ import annotations
