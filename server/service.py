@@ -233,16 +233,15 @@ class JobService:
 
     def _reporter(self, job_id: int, cancel: threading.Event) -> Callable[[str, str], None]:
         def report(stage: str, message: str) -> None:
-            if self._stopping.is_set() and not cancel.is_set():
-                # The stage runs again after the restart; what it says now (a run the stop killed) is not its result.
-                raise JobCancelled()
-            crud.add_event(self.engine, job_id, stage, message)
+            # Checked before recording: after a stop or a cancel, a stage reports the run they killed ("crashed"),
+            # which is not its result. A stopped stage runs again after the restart; a cancelled one never does.
             if cancel.is_set() or self._stopping.is_set():
                 raise JobCancelled()
             job = crud.get_job(self.engine, job_id)  # a cancel asked of another process (a Ray worker runs this)
             if job is not None and job.cancel_requested:
                 cancel.set()
                 raise JobCancelled()
+            crud.add_event(self.engine, job_id, stage, message)
 
         return report
 

@@ -84,4 +84,6 @@ def test_a_cancel_written_by_another_process_stops_a_worker_run_within_seconds(t
         job = crud.get_job(worker.engine, job_id)
         assert job is not None and job.status == "cancelled"
         events = crud.list_events(worker.engine, job_id)
-        assert not any(e.stage == "accuracy" and ": pass:" in e.message for e in events)
+        # The killed accuracy test reports its own death; that is not the job's result, so nothing of it is kept.
+        assert [e.stage for e in events][-1] == "cancelled"
+        assert not any(e.stage == "accuracy" for e in events), [(e.stage, e.message) for e in events]
