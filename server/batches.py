@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 from sqlalchemy import Engine
@@ -95,7 +96,7 @@ def progress(service: JobService, batch: Batch) -> dict[str, Any]:
 
 
 def run_seconds(engine: Engine, job: Job) -> float | None:
-    """Return how long a finished job ran: from its first event after the queue to its last change."""
+    """Return how long a finished job ran: from its first event after the queue to its last change, less downtime."""
     assert job.id is not None
     events = crud.list_events(engine, job.id)
     started = next((e.created_at for e in events if e.stage != "queued"), None)
@@ -103,7 +104,13 @@ def run_seconds(engine: Engine, job: Job) -> float | None:
         started = job.created_at  # the command line's jobs record no events: they start when they are created
     if started is None:
         return None
-    return max(0.0, (aware(job.updated_at) - aware(started)).total_seconds())
+    seconds = (aware(job.updated_at) - aware(started)).total_seconds()
+    # While the service was down the job did not run: from its last event before a restart to the restart. (The
+    # stage that the stop cut runs again after it, so its lost part is not the job's time either.)
+    for before, restart in pairwise(events):
+        if restart.stage == "restart" and aware(before.created_at) >= aware(started):
+            seconds -= (aware(restart.created_at) - aware(before.created_at)).total_seconds()
+    return max(0.0, seconds)
 
 
 def aware(moment: datetime) -> datetime:
