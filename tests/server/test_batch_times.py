@@ -22,14 +22,10 @@ def _job_with_events(url: str, timeline: Sequence[tuple[float, str]], finished_s
     """Record a job whose events happened at the given seconds after T0, and which last changed at finished_s."""
     engine = make_engine(url)
     job_id = crud.create_job(engine, "relu of x [8]", "", status="queued")
-    for _, stage in timeline:
-        crud.add_event(engine, job_id, stage, stage)
     with Session(engine) as session:
-        for recorded, (at, _) in zip(crud.list_events(engine, job_id), timeline, strict=True):
-            event = session.get(JobEvent, recorded.id)
-            assert event is not None
-            event.created_at = T0 + timedelta(seconds=at)
-            session.add(event)
+        for seq, (at, stage) in enumerate(timeline, start=1):
+            session.add(JobEvent(job_id=job_id, seq=seq, stage=stage, message=stage,
+                                 created_at=T0 + timedelta(seconds=at)))
         job = session.get(Job, job_id)
         assert job is not None
         job.updated_at = T0 + timedelta(seconds=finished_s)
