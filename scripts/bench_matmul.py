@@ -19,6 +19,9 @@ SPECS = [
     "C = A @ B, A [8192, 4096] fp16, B [4096, 8192] fp16",
     "C = A @ B, A [8192, 4096] bf16, B [4096, 8192] bf16",
     "C = A @ B, A [1027, 1533] fp16, B [1533, 771] fp16",
+    # Rows off 16-byte boundaries: multiplied as padded copies.
+    "C = A @ B, A [1000, 1000] fp16, B [1000, 1000] fp16",
+    "F.linear(x, w) x [2049, 1023] w [3001, 1023] bf16",
     "C = A @ B, A [4096, 256] bf16, B [256, 4096] bf16",
     "F.gelu(F.linear(x, w, b)) x [8192, 4096] w [4096, 4096] b [4096] fp16",
     "out = x @ w + residual, x [8192, 4096] w [4096, 4096] residual [8192, 4096] bf16",

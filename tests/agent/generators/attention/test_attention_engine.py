@@ -62,6 +62,40 @@ def test_blocks_before_the_diagonal_run_unmasked_and_the_diagonal_and_ragged_blo
             torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
 
 
+class Recorder:
+    """Stand in for a kernel: record each launch's keyword arguments and launch the real one."""
+
+    def __init__(self, kernel) -> None:  # noqa: ANN001
+        self.kernel, self.tma = kernel, []
+
+    def __getitem__(self, grid):  # noqa: ANN001, ANN204
+        def launch(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self.tma.append(kwargs["TMA"])
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_half_keys_and_values_of_power_of_two_head_dims_go_by_tma_descriptors(causal: bool, tmp_path: Path) -> None:
+    # Hopper moves the unmasked key blocks by TMA; the interpreter runs the descriptors too (float16 only).
+    text = "causal attention, q k v [2, 3, 64, 32] fp16" if causal else \
+        "F.scaled_dot_product_attention(q, k, v) q k v [2, 3, 64, 32] fp16"
+    spec = read_spec(text)
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    module.BLOCK_M, module.BLOCK_N = 16, 16  # several unmasked key blocks before each diagonal
+    kernel = getattr(module, f"{spec.name}_kernel")
+    recorder = Recorder(kernel)
+    setattr(module, f"{spec.name}_kernel", recorder)
+    for lq, lk, d, dtype in ((50, 50, 32, torch.float16), (37, 61, 64, torch.float16), (61, 37, 16, torch.float16),
+                             (40, 40, 20, torch.float16), (40, 40, 32, torch.float32)):
+        q, k, v = (torch.randn(2, 2, n, d).to(dtype) for n in (lq, lk, lk))
+        want = reference(q, k, v, is_causal=causal)
+        tol = 2e-2 if dtype == torch.float16 else 2e-4
+        torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=tol, atol=tol)
+    # A head dim of 20 is no power of two, and float32 keeps the pointer loads.
+    assert recorder.tma == [True, True, True, False, False]
+
+
 def test_an_additive_mask_and_a_scale_are_applied_and_a_fully_masked_row_is_zero_as_in_pytorch(tmp_path: Path) -> None:
     text = "F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3) q [2, 4, 40, 16] k [2, 4, 50, 16] " \
            "v [2, 4, 50, 24] m [40, 50] fp32"
@@ -111,7 +145,7 @@ def test_what_the_engine_cannot_write_is_refused_with_the_reason(text: str, reas
 def test_the_defaults_and_the_space_follow_the_head_dim() -> None:
     spec = read_spec("causal attention, q k v [4, 16, 4096, 128] bf16")
     assert GENERATOR.default_config(spec, "flash", H100).label() == (
-        "flash: BLOCK_M=128, BLOCK_N=64, NUM_WARPS=8, NUM_STAGES=3")
+        "flash: BLOCK_M=128, BLOCK_N=128, NUM_WARPS=8, NUM_STAGES=3")
     space = GENERATOR.config_space(spec, "flash", H100)
     assert space.kept and "over" in space.summary()
 

@@ -198,3 +198,21 @@ def test_a_tiled_label_round_trips_through_the_config_rules() -> None:
     config = config_from_label(label)
     assert (config.block_m, config.block_size, config.block_k, config.num_stages) == (128, 256, 64, 3)
     assert config.label() == label
+
+
+@pytest.mark.parametrize("shapes", [
+    ((33, 45), (45, 17)),  # rows of 45 and 17 half elements start off 16-byte boundaries
+    ((4, 30, 20), (20, 9)),  # a batch folded into the rows
+    ((20, 16), (3, 16, 24)),  # a batch of A broadcast over B's
+    ((2, 7, 70), (2, 70, 5)),  # batched, K past one shared tile
+])
+def test_half_operands_off_16_byte_rows_are_multiplied_as_padded_copies(shapes: tuple, tmp_path: Path) -> None:
+    # On a GPU such operands load 2 bytes at a time in place; the interpreter pads half ones, reads others in place.
+    spec = read_spec("C = torch.matmul(A, B), A [4, 30, 20] fp16, B [20, 9] fp16")
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    pad = module.pad_operands_kernel = Recorder(module.pad_operands_kernel)
+    a, b = torch.randn(*shapes[0]), torch.randn(*shapes[1])
+    close(getattr(module, spec.name)(a.half(), b.half()), a.half().double() @ b.half().double(), a.shape[-1])
+    assert pad.launches == 1
+    close(getattr(module, spec.name)(a, b), a.double() @ b.double(), a.shape[-1])
+    assert pad.launches == 1  # float32 read in place
