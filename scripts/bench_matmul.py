@@ -25,6 +25,10 @@ SPECS = [
     "C = A @ B, A [4096, 256] bf16, B [256, 4096] bf16",
     "F.gelu(F.linear(x, w, b)) x [8192, 4096] w [4096, 4096] b [4096] fp16",
     "out = x @ w + residual, x [8192, 4096] w [4096, 4096] residual [8192, 4096] bf16",
+    # BERT-large's feed-forward block at 8192 tokens: the up-projection with its GELU, the down-projection with
+    # its residual.
+    "F.gelu(F.linear(x, w, b)) x [8192, 1024] w [4096, 1024] b [4096] fp16",
+    "out = x @ w + residual, x [8192, 4096] w [4096, 1024] residual [8192, 1024] fp16",
     "causal attention, q k v [4, 16, 4096, 128] bf16",
     "F.scaled_dot_product_attention(q, k, v) q k v [4, 16, 4096, 128] fp16",
     "causal attention, q k v [2, 16, 8192, 128] bf16",
