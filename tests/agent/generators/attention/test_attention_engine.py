@@ -1,6 +1,7 @@
 """The attention engine: what it takes and refuses, and its kernels against PyTorch in the interpreter."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,21 @@ def test_half_keys_and_values_of_power_of_two_head_dims_go_by_tma_descriptors(ca
         torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=tol, atol=tol)
     # A head dim of 20 is no power of two, and float32 keeps the pointer loads.
     assert recorder.tma == [True, True, True, False, False]
+
+
+def test_a_triton_without_tensor_descriptors_reads_keys_by_pointers(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # Triton before 3.4 (the package allows 3.2) and some backends have no `triton.tools.tensor_descriptor`.
+    monkeypatch.setitem(sys.modules, "triton.tools.tensor_descriptor", None)  # its import now fails
+    spec = read_spec("causal attention, q k v [2, 3, 64, 32] fp16")
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    assert module.TensorDescriptor is None
+    recorder = Recorder(module.attention_kernel)
+    module.attention_kernel = recorder
+    q, k, v = (torch.randn(1, 2, 40, 32).half() for _ in range(3))
+    want = reference(q, k, v, is_causal=True)
+    torch.testing.assert_close(module.attention(q, k, v).double(), want, rtol=2e-2, atol=2e-2)
+    assert recorder.tma == [False]
 
 
 def test_an_additive_mask_and_a_scale_are_applied_and_a_fully_masked_row_is_zero_as_in_pytorch(tmp_path: Path) -> None:

@@ -216,3 +216,17 @@ def test_half_operands_off_16_byte_rows_are_multiplied_as_padded_copies(shapes: 
     assert pad.launches == 1
     close(getattr(module, spec.name)(a, b), a.double() @ b.double(), a.shape[-1])
     assert pad.launches == 1  # float32 read in place
+
+
+def test_a_triton_without_tensor_descriptors_multiplies_with_the_pointer_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Triton before 3.4 (the package allows 3.2) and some backends have no `triton.tools.tensor_descriptor`.
+    monkeypatch.setitem(sys.modules, "triton.tools.tensor_descriptor", None)  # its import now fails
+    spec = read_spec("C = A @ B, A [64, 32] fp16, B [32, 48] fp16")
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    assert module.TensorDescriptor is None
+    pointers = module.matmul_kernel = Recorder(module.matmul_kernel)
+    a, b = torch.randn(64, 32).half(), torch.randn(32, 48).half()  # aligned: TMA where descriptors exist
+    close(module.matmul(a, b), a.double() @ b.double(), 32)
+    assert pointers.launches == 1
