@@ -230,3 +230,19 @@ def test_a_triton_without_tensor_descriptors_multiplies_with_the_pointer_kernel(
     a, b = torch.randn(64, 32).half(), torch.randn(32, 48).half()  # aligned: TMA where descriptors exist
     close(module.matmul(a, b), a.double() @ b.double(), 32)
     assert pointers.launches == 1
+
+
+@pytest.mark.parametrize("text", [
+    "C = A @ B, A [64, 32] fp16, B [32, 48] fp16",
+    "F.gelu(F.linear(x, w, b)) x [64, 32] w [48, 32] b [48] fp16",
+    "out = x @ w + residual, x [64, 32] w [32, 48] residual [64, 48] bf16",
+    "y = A @ B * s, A [64, 32] fp16, B [32, 48] fp16, s [64, 1] fp16",
+])
+def test_the_four_generated_files_have_no_dead_names(text: str, tmp_path: Path) -> None:
+    spec = read_spec(text)
+    for name, content in GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)).files.items():
+        (tmp_path / name).write_text(content)
+    # Pyflakes' rules: names assigned and never read, imports unused, undefined names.
+    found = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F", str(tmp_path)],
+                           capture_output=True, text=True)
+    assert found.returncode == 0, found.stdout
