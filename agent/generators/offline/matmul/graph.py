@@ -57,6 +57,11 @@ class MatmulGraph:
     epilogue_inputs: tuple[EpilogueInput, ...]
 
     @property
+    def plain(self) -> bool:
+        """Tell whether the product is stored as it comes: one epilogue line reading no other input."""
+        return len(self.epilogue.body) == 1 and not self.epilogue_inputs
+
+    @property
     def flattens_rows(self) -> bool:
         """Tell whether the first operand's leading dims are all rows of one product (linear)."""
         return self.op == "linear"

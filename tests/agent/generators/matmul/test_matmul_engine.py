@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
 
 from agent.generators.offline.dispatch import OfflineGenerator
 from agent.generators.offline.matmul.generator import MatmulGenerator, product_facts
@@ -231,6 +232,30 @@ def test_a_triton_without_tensor_descriptors_multiplies_with_the_pointer_kernel(
     close(module.matmul(a, b), a.double() @ b.double(), 32)
     assert pointers.launches == 1
 
+
+
+def test_an_epilogue_is_warp_specialized_where_triton_can_and_kept_on_pointers_where_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = read_spec("F.gelu(F.linear(x, w, b)) x [64, 32] w [48, 32] b [48] fp16")
+    files = GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100))
+    assert "warp_specialize=True" in files.files["linear_gelu_triton.py"]
+    plain = read_spec("C = A @ B, A [64, 32] fp16, B [32, 48] fp16")
+    assert "warp_specialize" not in GENERATOR.generate(plain, GENERATOR.default_config(plain, "tiled", H100)).files[
+        "matmul_triton.py"]
+
+    class RangeBeforeWarpSpecialization(triton.language.range):  # tl.range as Triton 3.3 and older take it
+        def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,  # noqa: ANN001
+                     disallow_acc_multi_buffer=False, flatten=False) -> None:  # noqa: ANN001
+            super().__init__(arg1, arg2, step, num_stages, loop_unroll_factor, disallow_acc_multi_buffer, flatten)
+
+    monkeypatch.setattr(triton.language, "range", RangeBeforeWarpSpecialization)
+    module = load_triton_module(files, tmp_path)
+    assert module.TensorDescriptor is None
+    pointers = module.linear_gelu_kernel = Recorder(module.linear_gelu_kernel)
+    x, w, b = torch.randn(64, 32).half(), torch.randn(48, 32).half(), torch.randn(48).half()
+    close(module.linear_gelu(x, w, b), F.gelu(F.linear(x.double(), w.double(), b.double())), 32)
+    assert pointers.launches == 1
 
 @pytest.mark.parametrize("text", [
     "C = A @ B, A [64, 32] fp16, B [32, 48] fp16",
