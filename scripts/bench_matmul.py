@@ -38,6 +38,10 @@ SPECS = [
     "relu(conv2d(x, weight, bias, padding=1)), x [32, 128, 28, 28] fp16, weight [128, 128, 3, 3], bias [128]",
     "relu(conv2d(x, weight, bias, padding=1)), x [32, 256, 14, 14] fp16, weight [256, 256, 3, 3], bias [256]",
     "relu(conv2d(x, weight, bias, padding=1)), x [32, 512, 7, 7] bf16, weight [512, 512, 3, 3], bias [512]",
+    # Few output tiles over a long K: split-K.
+    "C = A @ B, A [128, 16384] fp16, B [16384, 128] fp16",
+    "F.gelu(F.linear(x, w, b)) x [32, 8192] w [1024, 8192] b [1024] bf16",
+    "torch.bmm(a, b) a [4, 64, 16384] b [4, 16384, 64] bf16",
 ]
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
 folder = Path(sys.argv[1])
