@@ -19,7 +19,14 @@ RESERVED = frozenset({"M", "N", "K", "pid", "batch", "offs_m", "offs_n", "offs_k
                       "out_ptrs", "out_ptr", "a_ptr", "b_ptr", "tl", "triton", "torch", "dtypes", "out_dtype", "lhs",
                       "rhs", "lead", "lhs3", "rhs3", "lhs_strides", "rhs_strides", "n_batch", "n_rows", "n_cols",
                       "n_shared", "out_shape", "out3", "epilogue_strides", "out_strides", "largest", "block_m",
-                      "block_n", "block_k", "grid", "even_k", "index_64", "upcast", "precision", "name", "tensor"})
+                      "block_n", "block_k", "grid", "even_k", "index_64", "upcast", "precision", "name", "tensor",
+                      # the kernels' locals before the epilogue (split-K runs the epilogue under a runtime branch,
+                      # where a name redefined with another type does not compile) and the wrapper's later locals
+                      "rows", "cols", "a_ptrs", "b_ptrs", "pid_m", "pid_n", "n_tiles_m", "n_tiles_n", "tiles_in_group",
+                      "first_m", "group_rows", "first", "last", "per_split", "partial_ptrs", "slice_size", "inside",
+                      "ticket", "finish", "start", "k_steps", "done", "tile", "sms", "split", "partials", "tickets",
+                      "n_cols_b", "by_tma", "lhs_tma", "rhs_tma", "out_tma", "lhs2", "rhs2", "lhs_t", "rhs_t", "tiles",
+                      "programs"})
 # Batched products take one batch dim: [batch, M, K] @ [batch, K, N] (either side may be 2-D).
 MAX_RANK = 3
 

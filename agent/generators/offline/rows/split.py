@@ -49,7 +49,9 @@ def emit_split(root: RowNode, layout: Layout, output: str, streamed: frozenset[s
     # One launch, not two: each program takes a ticket once its partials are stored (acq_rel: they are visible to
     # whoever takes a later ticket), and the program with the last ticket folds every split's partials in split
     # order (the same bits each run) and finishes the rows. A second kernel cost a whole launch on the host.
-    lines += ["ticket = tl.atomic_add(tickets_ptr + pid, 1, sem=\"acq_rel\")", "if ticket == n_splits - 1:"]
+    # The barrier orders every thread's partial stores before the ticket, which one thread takes.
+    lines += ["tl.debug_barrier()", "ticket = tl.atomic_add(tickets_ptr + pid, 1, sem=\"acq_rel\")",
+              "if ticket == n_splits - 1:"]
     fold = Scope()
     names = {node: emitter.fresh("total") for node in found.accumulators}
     fold.lines += [f"{names[n]} = tl.full([BLOCK_M], {IDENTITY[n.text]}, tl.float32)" for n in names]

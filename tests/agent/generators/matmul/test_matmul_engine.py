@@ -92,6 +92,9 @@ def test_epilogue_inputs_spread_over_rows_columns_and_batches(tmp_path: Path) ->
     ("y = (a @ b) @ c, a [8, 8] b [8, 8] c [8, 8] fp32", "one matrix product per kernel"),
     ("y = (2 * a) @ b, a [8, 8] b [8, 8] fp32", "prologue"),
     ("y = torch.matmul(a, b), a [2, 3, 8, 8] b [2, 3, 8, 8] fp32", "more than one batch dim"),
+    # Names the kernel or its wrapper uses: the split-K wrapper's buffer would be returned as the output.
+    ("partials = a @ b, a [33, 2048] fp16, b [2048, 17] fp16", "partials name variables of the matmul kernel"),
+    ("y = a @ b + finish, a [8, 8] b [8, 8] finish [8, 8] fp16", "finish name variables of the matmul kernel"),
 ])
 def test_what_the_engine_cannot_write_is_refused_with_the_reason(text: str, reason: str) -> None:
     refusal = GENERATOR.refusal(read_spec(text))
@@ -245,17 +248,18 @@ def test_few_output_tiles_over_a_long_k_split_it_and_add_the_partial_sums_before
     a, b = torch.randn(33, 2048), torch.randn(2048, 17)  # float32: the interpreter keeps one program per tile
     close(product.matmul(a, b), a.double() @ b.double(), 2048)
     assert kernel.grids[1] == (1, 1)
-    # K off the tile (the last split is ragged), a batch, a bias and GELU after the sum; and a transposed operand.
-    linear = load_triton_module(*module_files("F.gelu(F.linear(x, w, b)) x [2, 9, 1100] w [20, 1100] b [20] fp16",
+    # K off the tile (17 steps: slices of 9 and 8, the last step masked), a batch, a bias and GELU after the sum;
+    # and a transposed operand.
+    linear = load_triton_module(*module_files("F.gelu(F.linear(x, w, b)) x [2, 9, 1040] w [20, 1040] b [20] fp16",
                                               tmp_path / "linear"))
     split_linear = linear.linear_gelu_kernel = Recorder(linear.linear_gelu_kernel)
-    x, w, bias = torch.randn(2, 9, 1100).half(), torch.randn(20, 1100).half(), torch.randn(20).half()
-    close(linear.linear_gelu(x, w, bias), F.gelu(F.linear(x.double(), w.double(), bias.double())), 1100)
+    x, w, bias = torch.randn(2, 9, 1040).half(), torch.randn(20, 1040).half(), torch.randn(20).half()
+    close(linear.linear_gelu(x, w, bias), F.gelu(F.linear(x.double(), w.double(), bias.double())), 1040)
     bmm = load_triton_module(*module_files("torch.bmm(a, b) a [3, 16, 1536] b [3, 1536, 24] fp16", tmp_path / "bmm"))
     split_bmm = bmm.bmm_kernel = Recorder(bmm.bmm_kernel)
     a, b = torch.randn(3, 16, 1536).half(), torch.randn(3, 24, 1536).half().transpose(1, 2)
     close(bmm.bmm(a, b), a.double() @ b.double(), 1536)
-    assert len(split_linear.grids[0]) == len(split_bmm.grids[0]) == 3
+    assert split_linear.grids[0] == (1, 1, 2) and len(split_bmm.grids[0]) == 3
 
 
 def module_files(text: str, folder: Path) -> tuple:
