@@ -108,6 +108,9 @@ class MatmulGenerator:
             "flattens_rows": graph.flattens_rows,
             "epilogue_inputs": [{"name": e.name, "kind": e.kind, "other": ", other=1.0" if e.positive else ""}
                                 for e in graph.epilogue_inputs],
+            # Which of the tile's row and column offsets the epilogue's loads read (the TMA store needs neither).
+            "reads_rows": any(e.kind in ("col", "tile") for e in graph.epilogue_inputs),
+            "reads_cols": any(e.kind in ("row", "tile") for e in graph.epilogue_inputs),
             "body": graph.epilogue.body,
             # Hopper's TMA path, where an epilogue reads no full tile: a residual tile converted through shared
             # memory overflowed it beside the operand ring (H100, x @ w + residual: pointers 0.444 ms, TMA 0.481).
