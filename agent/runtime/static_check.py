@@ -230,4 +230,23 @@ def _launched(reached: list[ast.stmt], kernels: set[str]) -> set[str]:
                     launched.add(aliases.get(value.id, value.id))
                 elif isinstance(value, ast.Attribute):
                     launched.add(value.attr)
-    return launched
+    return launched | _handed_to_launchers(reached, launched)
+
+
+def _handed_to_launchers(reached: list[ast.stmt], launched: set[str]) -> set[str]:
+    """Name what the reached code hands to a reached function as an argument that function launches."""
+    launchers: dict[str, list[str]] = {}  # function -> its parameters in order, where it launches any of them
+    for unit in reached:
+        if isinstance(unit, ast.FunctionDef | ast.AsyncFunctionDef):
+            params = [a.arg for a in unit.args.posonlyargs + unit.args.args]
+            if launched & set(params):
+                launchers[unit.name] = params
+    handed = set()
+    for unit in reached:
+        for node in ast.walk(unit):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in launchers):
+                continue
+            params = launchers[node.func.id]
+            pairs = list(zip(params, node.args, strict=False)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+            handed |= {arg.id for param, arg in pairs if param in launched and isinstance(arg, ast.Name)}
+    return handed

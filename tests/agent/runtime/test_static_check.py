@@ -133,3 +133,12 @@ def test_tutorial_style_bookkeeping_beside_the_launch_stays_allowed() -> None:
     text = GOOD[:start].replace("import functools\n", "import functools\nimport re\n", 1) + HONEST.lstrip() + \
         GOOD[end:]
     check_triton_file(text, "axpy")
+
+
+def test_a_kernel_handed_to_a_helper_counts_as_launched_only_where_the_helper_launches_that_argument() -> None:
+    handed = _hidden("def _launch(kernel, grid, *args, **constants):\n    kernel[grid](*args, **constants)", "out")
+    check_triton_file(handed.replace("axpy_kernel[grid](", "_launch(axpy_kernel, grid, "), "axpy")
+    decoy = _hidden("def _launch(unused, kernel, grid, *args, **constants):\n    kernel[grid](*args, **constants)",
+                    "out")
+    with pytest.raises(StaticCheckError, match="never launches"):
+        check_triton_file(decoy.replace("axpy_kernel[grid](", "_launch(axpy_kernel, print, grid, "), "axpy")

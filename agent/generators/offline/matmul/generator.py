@@ -125,6 +125,10 @@ class MatmulGenerator:
             "named_inputs": tuple_literal([f'("{n}", {n})' for n in names]),
             "dtypes_tuple": tuple_literal([f"{n}.dtype" for n in names]),
             "input_names": names,
+            "inputs_tuple": tuple_literal(names),
+            "epilogue_tuple": tuple_literal([e.name for e in graph.epilogue_inputs]) if graph.epilogue_inputs else "()",
+            "params_tuple": tuple_literal([f"float({p.name})" for p in spec.params]) if spec.params else "()",
+            "constants_tuple": tuple_literal(list(config.constants())),
             "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive)}
                        for t in spec.inputs],
             "torch_statements": to_statements(spec.expr, spec.output),

@@ -26,7 +26,11 @@ RESERVED = frozenset({"M", "N", "K", "pid", "batch", "offs_m", "offs_n", "offs_k
                       "first_m", "group_rows", "first", "last", "per_split", "partial_ptrs", "slice_size", "inside",
                       "ticket", "finish", "start", "k_steps", "done", "tile", "sms", "split", "partials", "tickets",
                       "n_cols_b", "by_tma", "lhs_tma", "rhs_tma", "out_tma", "lhs2", "rhs2", "lhs_t", "rhs_t", "tiles",
-                      "programs"})
+                      "programs", "plan", "key", "params", "operands", "device", "ep_sizes", "descriptors",
+                      "constants", "sizes", "pad", "epilogue_views", "epilogue", "lhs_layout", "rhs_layout",
+                      # the module's functions and names the wrapper and plan_launch call
+                      "launch", "layout_key", "plan_launch", "padding", "batched", "folds", "pads", "tma_layout",
+                      "tma_device", "multiprocessor_count", "launch_sizes", "math", "dataclasses", "functools", "os"})
 # Batched products take one batch dim: [batch, M, K] @ [batch, K, N] (either side may be 2-D).
 MAX_RANK = 3
 
