@@ -230,23 +230,27 @@ def _launched(reached: list[ast.stmt], kernels: set[str]) -> set[str]:
                     launched.add(aliases.get(value.id, value.id))
                 elif isinstance(value, ast.Attribute):
                     launched.add(value.attr)
-    return launched | _handed_to_launchers(reached, launched)
+    return launched | _handed_to_launchers(reached)
 
 
-def _handed_to_launchers(reached: list[ast.stmt], launched: set[str]) -> set[str]:
-    """Name what the reached code hands to a reached function as an argument that function launches."""
-    launchers: dict[str, list[str]] = {}  # function -> its parameters in order, where it launches any of them
+def _handed_to_launchers(reached: list[ast.stmt]) -> set[str]:
+    """Name what the reached code hands to a reached function as an argument that function itself launches."""
+    launchers: dict[str, tuple[list[str], set[str]]] = {}  # function -> its parameters, those its body launches
     for unit in reached:
         if isinstance(unit, ast.FunctionDef | ast.AsyncFunctionDef):
             params = [a.arg for a in unit.args.posonlyargs + unit.args.args]
-            if launched & set(params):
-                launchers[unit.name] = params
+            own = {node.func.value.id for node in ast.walk(unit) if isinstance(node, ast.Call)
+                   and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)}
+            # A parameter the body binds again is no longer what the caller handed over.
+            rebound = {n.id for n in ast.walk(unit) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            if launching := own & set(params) - rebound:
+                launchers[unit.name] = params, launching
     handed = set()
     for unit in reached:
         for node in ast.walk(unit):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in launchers):
                 continue
-            params = launchers[node.func.id]
+            params, launching = launchers[node.func.id]
             pairs = list(zip(params, node.args, strict=False)) + [(k.arg, k.value) for k in node.keywords if k.arg]
-            handed |= {arg.id for param, arg in pairs if param in launched and isinstance(arg, ast.Name)}
+            handed |= {arg.id for param, arg in pairs if param in launching and isinstance(arg, ast.Name)}
     return handed

@@ -142,3 +142,11 @@ def test_a_kernel_handed_to_a_helper_counts_as_launched_only_where_the_helper_la
                     "out")
     with pytest.raises(StaticCheckError, match="never launches"):
         check_triton_file(decoy.replace("axpy_kernel[grid](", "_launch(axpy_kernel, print, grid, "), "axpy")
+    # A helper that launches nothing, beside a subscript call of anything else under the parameter's name.
+    idle = _hidden("def _launch(ops, *args, **constants):\n    return None", "out")
+    with pytest.raises(StaticCheckError, match="never launches"):
+        bait = "ops = [print]\n    ops[0]('x')\n    _launch(axpy_kernel, "
+        check_triton_file(idle.replace("axpy_kernel[grid](", bait), "axpy")
+    rebinding = _hidden("def _launch(kernel, *args, **constants):\n    kernel = [print]\n    kernel[0]('x')", "out")
+    with pytest.raises(StaticCheckError, match="never launches"):
+        check_triton_file(rebinding.replace("axpy_kernel[grid](", "_launch(axpy_kernel, "), "axpy")

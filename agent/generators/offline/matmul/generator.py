@@ -35,6 +35,10 @@ INTERPRETER_MAX_ELEMENTS = 1 << 16
 _SMOKE_MAX_ELEMENTS = 1 << 16
 
 
+# The wrapper's thresholds that choose the kernel and its split (module constants of the generated file).
+_POLICY = ("MAX_SPLIT_K", "SPLIT_MIN_STEPS", "PAD_MIN_FLOPS", "PAD_ROWS", "PAD_COLS")
+
+
 class MatmulGenerator:
     """Render the four files of a matrix product with its epilogue (bias, activation, residual, scale, cast)."""
 
@@ -94,6 +98,7 @@ class MatmulGenerator:
         positive = sorted(positive_inputs(spec.expr) & set(names))
         smoke = small_case(spec, _SMOKE_MAX_ELEMENTS)
         a_rank = len(spec.shape_cases()[0][graph.a.name])
+        tma = not any(e.kind == "tile" for e in graph.epilogue_inputs)
         return {
             "op": spec.name,
             "output": spec.output,
@@ -114,7 +119,7 @@ class MatmulGenerator:
             "body": graph.epilogue.body,
             # Hopper's TMA path, where an epilogue reads no full tile: a residual tile converted through shared
             # memory overflowed it beside the operand ring (H100, x @ w + residual: pointers 0.444 ms, TMA 0.481).
-            "tma": not any(e.kind == "tile" for e in graph.epilogue_inputs),
+            "tma": tma,
             # An epilogue with work (loads, an activation) overlaps the next tile's product when the persistent loop
             # is warp-specialized (H200, gelu(linear) [8192, 1024] x [4096, 1024]ᵀ fp16: 0.171 -> 0.159 ms); a
             # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096).
@@ -128,7 +133,9 @@ class MatmulGenerator:
             "inputs_tuple": tuple_literal(names),
             "epilogue_tuple": tuple_literal([e.name for e in graph.epilogue_inputs]) if graph.epilogue_inputs else "()",
             "params_tuple": tuple_literal([f"float({p.name})" for p in spec.params]) if spec.params else "()",
-            "constants_tuple": tuple_literal(list(config.constants())),
+            # What a launch plan and the tile sizing depend on besides the inputs: the launch constants (a search
+            # sets them between calls) and the file's other thresholds, so an edit to any is never served a stale plan.
+            "constants_tuple": tuple_literal([*config.constants(), *_POLICY, *(["TMA_MIN_FLOPS"] if tma else [])]),
             "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive)}
                        for t in spec.inputs],
             "torch_statements": to_statements(spec.expr, spec.output),

@@ -18,19 +18,22 @@ EpilogueKind = Literal["row", "col", "tile"]
 RESERVED = frozenset({"M", "N", "K", "pid", "batch", "offs_m", "offs_n", "offs_k", "m_mask", "n_mask", "mask",
                       "out_ptrs", "out_ptr", "a_ptr", "b_ptr", "tl", "triton", "torch", "dtypes", "out_dtype", "lhs",
                       "rhs", "lead", "lhs3", "rhs3", "lhs_strides", "rhs_strides", "n_batch", "n_rows", "n_cols",
-                      "n_shared", "out_shape", "out3", "epilogue_strides", "out_strides", "largest", "block_m",
-                      "block_n", "block_k", "grid", "even_k", "index_64", "upcast", "precision", "name", "tensor",
+                      "n_shared", "out_shape", "epilogue_strides", "out_strides", "largest", "block_m", "block_n",
+                      "block_k", "grid", "even_k", "index_64", "upcast", "precision", "name", "tensor",
                       # the kernels' locals before the epilogue (split-K runs the epilogue under a runtime branch,
                       # where a name redefined with another type does not compile) and the wrapper's later locals
                       "rows", "cols", "a_ptrs", "b_ptrs", "pid_m", "pid_n", "n_tiles_m", "n_tiles_n", "tiles_in_group",
                       "first_m", "group_rows", "first", "last", "per_split", "partial_ptrs", "slice_size", "inside",
                       "ticket", "finish", "start", "k_steps", "done", "tile", "sms", "split", "partials", "tickets",
-                      "n_cols_b", "by_tma", "lhs_tma", "rhs_tma", "out_tma", "lhs2", "rhs2", "lhs_t", "rhs_t", "tiles",
-                      "programs", "plan", "key", "params", "operands", "device", "ep_sizes", "descriptors",
-                      "constants", "sizes", "pad", "epilogue_views", "epilogue", "lhs_layout", "rhs_layout",
-                      # the module's functions and names the wrapper and plan_launch call
+                      "n_cols_b", "by_tma", "lhs_tma", "rhs_tma", "lhs_t", "rhs_t", "programs", "plan", "plan_key",
+                      "scalars", "read_as", "where", "ep_sizes", "tma_layouts", "meta", "size_args", "padded",
+                      "epilogue_views", "epilogue_read", "lhs_layout", "rhs_layout",
+                      # the module's names the wrapper and plan_launch read
                       "launch", "layout_key", "plan_launch", "padding", "batched", "folds", "pads", "tma_layout",
-                      "tma_device", "multiprocessor_count", "launch_sizes", "math", "dataclasses", "functools", "os"})
+                      "tma_device", "multiprocessor_count", "launch_sizes", "math", "dataclasses", "functools", "os",
+                      "PLANS", "MAX_PLANS", "LaunchPlan", "MAX_BATCH", "DEVICE", "TMA_MIN_FLOPS", "PAD_MIN_FLOPS",
+                      "MAX_SPLIT_K", "SPLIT_MIN_STEPS", "PAD_ROWS", "PAD_COLS", "MIN_TILE", "BLOCK_M", "BLOCK_N",
+                      "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "TensorDescriptor"})
 # Batched products take one batch dim: [batch, M, K] @ [batch, K, N] (either side may be 2-D).
 MAX_RANK = 3
 
