@@ -223,14 +223,19 @@ def _launched(reached: list[ast.stmt], kernels: set[str]) -> set[str]:
     for unit in reached:
         if isinstance(unit, Function) and unit.name in kernels:
             continue
-        for node in ast.walk(unit):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
-                value = node.func.value
-                if isinstance(value, ast.Name):
-                    launched.add(aliases.get(value.id, value.id))
-                elif isinstance(value, ast.Attribute):
-                    launched.add(value.attr)
+        for value in _subscript_calls(unit):
+            if isinstance(value, ast.Name):
+                launched.add(aliases.get(value.id, value.id))
+            elif isinstance(value, ast.Attribute):
+                launched.add(value.attr)
     return launched | _handed_to_launchers(reached)
+
+
+def _subscript_calls(unit: ast.AST) -> Iterator[ast.expr]:
+    """Yield what the code subscripts and calls, `x` of every `x[...](...)` (a kernel launch's shape)."""
+    for node in ast.walk(unit):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+            yield node.func.value
 
 
 def _handed_to_launchers(reached: list[ast.stmt]) -> set[str]:
@@ -239,8 +244,7 @@ def _handed_to_launchers(reached: list[ast.stmt]) -> set[str]:
     for unit in reached:
         if isinstance(unit, ast.FunctionDef | ast.AsyncFunctionDef):
             params = [a.arg for a in unit.args.posonlyargs + unit.args.args]
-            own = {node.func.value.id for node in ast.walk(unit) if isinstance(node, ast.Call)
-                   and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)}
+            own = {value.id for value in _subscript_calls(unit) if isinstance(value, ast.Name)}
             # A parameter the body binds again is no longer what the caller handed over.
             rebound = {n.id for n in ast.walk(unit) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             if launching := own & set(params) - rebound:

@@ -131,11 +131,11 @@ class MatmulGenerator:
             "dtypes_tuple": tuple_literal([f"{n}.dtype" for n in names]),
             "input_names": names,
             "inputs_tuple": tuple_literal(names),
-            "epilogue_tuple": tuple_literal([e.name for e in graph.epilogue_inputs]) if graph.epilogue_inputs else "()",
-            "params_tuple": tuple_literal([f"float({p.name})" for p in spec.params]) if spec.params else "()",
+            "epilogue_tuple": tuple_literal([e.name for e in graph.epilogue_inputs]),
+            "params_tuple": tuple_literal([f"float({p.name})" for p in spec.params]),
             # What a launch plan and the tile sizing depend on besides the inputs: the launch constants (a search
             # sets them between calls) and the file's other thresholds, so an edit to any is never served a stale plan.
-            "constants_tuple": tuple_literal([*config.constants(), *_POLICY, *(["TMA_MIN_FLOPS"] if tma else [])]),
+            "launch_constants": [*config.constants(), *_POLICY, *(["TMA_MIN_FLOPS"] if tma else [])],
             "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive)}
                        for t in spec.inputs],
             "torch_statements": to_statements(spec.expr, spec.output),

@@ -29,9 +29,10 @@ RESERVED = frozenset({"M", "N", "K", "pid", "batch", "offs_m", "offs_n", "offs_k
                       "scalars", "read_as", "where", "ep_sizes", "tma_layouts", "meta", "size_args", "padded",
                       "epilogue_views", "epilogue_read", "lhs_layout", "rhs_layout",
                       # the module's names the wrapper and plan_launch read
-                      "launch", "layout_key", "plan_launch", "padding", "batched", "folds", "pads", "tma_layout",
-                      "tma_device", "multiprocessor_count", "launch_sizes", "math", "dataclasses", "functools", "os",
-                      "PLANS", "MAX_PLANS", "LaunchPlan", "MAX_BATCH", "DEVICE", "TMA_MIN_FLOPS", "PAD_MIN_FLOPS",
+                      "launch", "launch_constants", "layout_key", "plan_launch", "padding", "batched", "folds", "pads",
+                      "tma_layout", "tma_device", "multiprocessor_count", "launch_sizes", "math", "dataclasses",
+                      "functools", "os", "PLANS", "MAX_PLANS", "LaunchPlan", "MAX_BATCH", "DEVICE", "TMA_MIN_FLOPS",
+                      "PAD_MIN_FLOPS",
                       "MAX_SPLIT_K", "SPLIT_MIN_STEPS", "PAD_ROWS", "PAD_COLS", "MIN_TILE", "BLOCK_M", "BLOCK_N",
                       "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "TensorDescriptor"})
 # Batched products take one batch dim: [batch, M, K] @ [batch, K, N] (either side may be 2-D).
