@@ -121,6 +121,20 @@ def test_a_row_a_whole_tile_would_mostly_pad_is_read_once_and_its_looped_chunks_
     assert generator.schedules(read_spec("softmax over the last dim of x [8192, 4096] fp16"))[0] == "whole_row"
 
 
+@pytest.mark.parametrize(("text", "warps"), [
+    ("torch.sum(x, dim=-1) x [8192, 4096] fp32", 16),  # reduced once, to one value a row
+    ("F.normalize(x, dim=-1) x [8192, 4096] fp32", 16),  # reduced once, 4-byte elements
+    ("F.rms_norm(x, (4096,), w) x [8192, 4096] w [4096] bf16", 8),  # reduced once, half type
+    ("F.layer_norm(x, (4096,), w, b) x [8192, 4096] w [4096] b [4096] fp16", 8),  # mean, then variance
+    ("F.instance_norm(x, weight=w, bias=b) x [8, 256, 64, 64] w [256] b [256] fp32", 8),
+    ("softmax over the last dim of x [8192, 8192] fp32", 16),  # a 32 KB row keeps 16
+])
+def test_a_row_reduced_more_than_once_before_it_is_written_takes_fewer_warps(text: str, warps: int) -> None:
+    generator = OfflineGenerator()
+    spec = read_spec(text)
+    assert generator.default_config(spec, "whole_row", H100).num_warps == warps
+
+
 def test_a_loss_at_class_indices_loads_the_target_logit_instead_of_comparing_every_column() -> None:
     generator = OfflineGenerator()
     for text in ("cross entropy, logits [4096, 32000] fp16, labels [4096]",
