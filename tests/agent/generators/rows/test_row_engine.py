@@ -135,6 +135,16 @@ def test_a_row_reduced_more_than_once_before_it_is_written_takes_fewer_warps(tex
     assert generator.default_config(spec, "whole_row", H100).num_warps == warps
 
 
+@pytest.mark.parametrize(("text", "warps"), [
+    ("cross entropy, logits [8192, 32000] fp16, labels [8192]", 4),
+    ("F.cross_entropy(x, t, reduction='none') x [8192, 50257] bf16 t [8192]", 4),
+    ("F.cross_entropy(x, t, label_smoothing=0.1) x [4096, 50257] fp32 t [4096]", 8),
+])
+def test_a_one_pass_vocabulary_row_gives_each_thread_the_same_bytes_of_a_chunk(text: str, warps: int) -> None:
+    config = OfflineGenerator().default_config(read_spec(text), "looped_row", H100)
+    assert (config.block_size, config.num_warps) == (4096, warps)
+
+
 def test_a_loss_at_class_indices_loads_the_target_logit_instead_of_comparing_every_column() -> None:
     generator = OfflineGenerator()
     for text in ("cross entropy, logits [4096, 32000] fp16, labels [4096]",
