@@ -99,6 +99,7 @@ def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: T
     emitter = Emitter(layout, looped, streamed, wrapped or {}, shifted)
     roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
     if not looped:
+        emitter.stream_hint = root.level != "tile"
         emitter.outer.lines += emitter.chunk("0")
         emitter.finish(roots, total, emitter.outer, output)
         return KernelSource("\n".join(emitter.outer.lines), sorted(emitter.helpers))

@@ -145,6 +145,17 @@ def test_a_one_pass_vocabulary_row_gives_each_thread_the_same_bytes_of_a_chunk(t
     assert (config.block_size, config.num_warps) == (4096, warps)
 
 
+@pytest.mark.parametrize(("text", "hinted"), [
+    ("torch.sum(x, dim=-1) x [8192, 4096] fp32", True),  # read once, nothing written back: streamed past L2
+    ("F.normalize(x, dim=-1) x [8192, 4096] fp32", False),  # written back as a tile: no hint (faster on H100/H200)
+])
+def test_only_a_whole_row_reduced_to_values_streams_its_loads_past_l2(text: str, hinted: bool) -> None:
+    generator = OfflineGenerator()
+    spec = read_spec(text)
+    files = generator.generate(spec, generator.default_config(spec, "whole_row", H100)).files
+    assert ('eviction_policy="evict_first"' in files[f"{spec.name}_triton.py"]) == hinted
+
+
 def test_a_loss_at_class_indices_loads_the_target_logit_instead_of_comparing_every_column() -> None:
     generator = OfflineGenerator()
     for text in ("cross entropy, logits [4096, 32000] fp16, labels [4096]",
