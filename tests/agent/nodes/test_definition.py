@@ -64,7 +64,8 @@ def test_a_row_op_says_how_its_schedule_reuses_each_row(tmp_path: Path) -> None:
     # Mean, variance and the output each need every element: three uses, one read while the row sits in registers.
     assert row[2:7] == ["`x`", "131,072", "3", "524,288", "1,572,864"]
     assert row[7] == "the row is held in registers: one read from memory serves all 3 pass(es)"
-    assert _rows(_section(whole, "3.3")) == [["x [32, 4096]", "32", "16", "512", "8", "-"]]
+    # Reduced twice before it is written: 8 warps (256 threads) take 16 elements each.
+    assert _rows(_section(whole, "3.3")) == [["x [32, 4096]", "32", "8", "256", "16", "-"]]
     looped = _definition(tmp_path / "looped", spec, LaunchConfig(schedule="looped_row", block_m=1, block_size=512))
     [row] = _rows(_section(looped, "3.5"))
     assert row[7].startswith("read in BLOCK_K chunks once per pass (3)")
