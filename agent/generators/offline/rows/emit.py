@@ -75,8 +75,7 @@ class Emitter:
         self.looped = looped
         self.streamed = streamed
         self.wrapped = wrapped
-        self.last_pass = not looped
-        self.stream_hint = True  # streamed loads carry a cache hint (see eviction)
+        self.stream_policy = "evict_first"  # the cache hint of the current pass's streamed loads (see eviction)
         self.ax = 1 if layout == "last" else 0
         self.outer = Scope()
         self.count = 0
@@ -122,15 +121,11 @@ class Emitter:
         return name in self.shifted_inputs
 
     def eviction(self, name: str) -> str:
-        """Return the cache hint of a tile load: a full-size input streams through L2 once per pass."""
-        # Measured on an H100: a row sum over [8192, 4096] fp32 took 56 us with the default policy and 50 us with
-        # evict_first (torch.compile: 50 us). Earlier passes of a looped row keep it for the next one; inputs
-        # broadcast along the rows (a norm's weight) keep the default. A whole row written back as a tile loads
-        # without a hint: evict_first there slowed log_softmax over [4096, 32000] fp32 7% on an H200 (2% on an
-        # H100), l2 normalize and instance_norm fp32 3-6%, and no such kernel ran faster with it.
-        if name not in self.streamed or not self.stream_hint:
+        """Return the cache hint of a tile load: the pass's policy for full-size inputs, none for broadcast ones."""
+        # Inputs broadcast along the rows (a norm's weight) are read by every row and keep the default policy.
+        if name not in self.streamed or not self.stream_policy:
             return ""
-        return ', eviction_policy="evict_first"' if self.last_pass else ', eviction_policy="evict_last"'
+        return f', eviction_policy="{self.stream_policy}"'
 
     def _compute(self, node: RowNode, scope: Scope) -> str:
         if node.kind in ("number", "param"):

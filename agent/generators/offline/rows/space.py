@@ -152,14 +152,18 @@ def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     # Measured on an H100 (docs/results.md), with the streamed loads marked evict_first: 4 warps are best up to
     # 2048-element tiles, 16 above (row sum of [8192, 4096] fp32: 50.0 us against 52.6 with 4), and 32 for a
     # whole vocabulary row (cross-entropy at 32000 fp16 columns: 0.323 ms against 0.372 ms with 16).
-    warps = 4 if tile <= 2048 else 16 if tile <= 16384 else 32
+    # Each reduction across a row is a round trip through shared memory and a barrier for all its warps: a tile of
+    # 16 KB or less written after two reductions, or after one in a half type, takes 8. On an H200, 8 warps against
+    # 16 (one call): layer_norm [8192, 4096] fp16 39.5 us against 45.3, instance_norm [8, 256, 64, 64] fp32 22.8
+    # against 31.6, softmax [8192, 5000] fp16 52.8 against 57.2, rms_norm bf16 40.4 against 41.7; 4-byte rows
+    # reduced once kept 16 (row sum 37.2 against 37.8, l2 normalize, cumsum).
     few_bytes_per_barrier = facts.passes >= 3 or (facts.passes == 2 and facts.itemsize < 4)
-    if warps == 16 and tile * facts.itemsize <= 16384 and few_bytes_per_barrier:
-        # Each reduction across a row is a round trip through shared memory and a barrier for all its warps. On an
-        # H200, 8 warps instead of 16 (one call): layer_norm [8192, 4096] fp16 39.5 us against 45.3, instance_norm
-        # [8, 256, 64, 64] fp32 22.8 against 31.6, softmax [8192, 5000] fp16 52.8 against 57.2, rms_norm bf16
-        # 40.4 against 41.7; 4-byte rows reduced once kept 16 (row sum 37.2 against 37.8, l2 normalize, cumsum).
-        warps = 8
+    if tile <= 2048:
+        warps = 4
+    elif tile <= 16384:
+        warps = 8 if few_bytes_per_barrier and tile * facts.itemsize <= 16384 else 16
+    else:
+        warps = 32
     return LaunchConfig(schedule="whole_row", block_m=rows, num_warps=warps)
 
 

@@ -35,7 +35,6 @@ def emit_split(root: RowNode, layout: Layout, output: str, streamed: frozenset[s
     rows = "lanes" if layout == "last" else "outer * n_lanes + lanes"
 
     emitter = Emitter(layout, True, streamed, wrapped)
-    emitter.last_pass = True
     lines = emitter.outer.lines
     lines += ["split = tl.program_id(axis=1)", f"row_ids = {rows}"]
     found = reduction_pass(emitter, roots, 1, level_of, {})

@@ -129,7 +129,7 @@ def test_a_row_a_whole_tile_would_mostly_pad_is_read_once_and_its_looped_chunks_
     ("F.instance_norm(x, weight=w, bias=b) x [8, 256, 64, 64] w [256] b [256] fp32", 8),
     ("softmax over the last dim of x [8192, 8192] fp32", 16),  # a 32 KB row keeps 16
 ])
-def test_a_row_reduced_more_than_once_before_it_is_written_takes_fewer_warps(text: str, warps: int) -> None:
+def test_a_row_written_after_costly_reductions_takes_fewer_warps(text: str, warps: int) -> None:
     generator = OfflineGenerator()
     spec = read_spec(text)
     assert generator.default_config(spec, "whole_row", H100).num_warps == warps
