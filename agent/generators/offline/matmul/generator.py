@@ -82,7 +82,7 @@ class MatmulGenerator:
 
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best tile for the operands' width and the matrix sizes."""
-        return default_product_config(product_facts(spec, device))
+        return default_product_config(product_facts(spec, device), weigh_waves=True)
 
     def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,
                      preferred: Sequence[LaunchConfig] = ()) -> Space:

@@ -22,6 +22,10 @@ SHARED_BYTES = 227 * 1024
 ACC_PER_THREAD = 128
 # Default tiles, largest first: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
 HALF_LADDER = ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 4))
+# Each 16-bit rung's output elements per unit of time, relative to the first (H200): 128x128 from [8192, 3072] @
+# [3072, 768] (384 tiles in 0.0731 ms against 192 of 128x256 in 0.0800), 64x128 from the [2049, 1023] x
+# [3001, 1023] linear (792 tiles in 0.0585 ms against 204 in 0.0418); 64x64 is an estimate below it.
+HALF_RATES = (1.0, 0.82, 0.55, 0.45)
 FLOAT_LADDER = ((64, 64, 32, 4, 3), (32, 64, 32, 4, 3), (32, 32, 32, 4, 3))
 # tl.dot takes tiles of at least 16 along each dim.
 MIN_TILE = 16
@@ -44,22 +48,36 @@ class ProductFacts:
         return self.itemsize == 2
 
 
-def default_product_config(facts: ProductFacts) -> LaunchConfig:
-    """Return the usual best tile: the largest of a short ladder that still gives every SM a tile.
+def default_product_config(facts: ProductFacts, weigh_waves: bool = False) -> LaunchConfig:
+    """Return the usual best tile: from a short ladder, the one that gives every SM a tile in the least time.
 
     16-bit operands (H100, fp16 4096^3): 128x256x64 in 8 warps and 3 stages ran at 0.96x torch.matmul, 128x128 at
     0.89-0.94x; a [1027, 1533] @ [1533, 771] product has 36 such tiles for 132 SMs, and 64x64 ran 2x faster there.
+    With `weigh_waves`, among the 16-bit rungs that give every SM a tile, the one with the fewest waves per unit of
+    its rate wins (products; the convolution's best tiles on the H200 were ones with part-empty single waves).
     float32 operands run IEEE on the CUDA cores: 64x64x32 in 4 warps.
     """
     ladder = HALF_LADDER if facts.half else FLOAT_LADDER
-    for bm, bn, bk, warps, stages in ladder:
+    filling: list[tuple[LaunchConfig, float]] = []
+    rates = HALF_RATES if facts.half else (1.0,) * len(FLOAT_LADDER)
+    for (bm, bn, bk, warps, stages), rate in zip(ladder, rates, strict=True):
         # A tile past a small matrix is cut to it, as the wrapper does at run time: the label says what runs.
         config = LaunchConfig(schedule="tiled", block_m=min(bm, max(MIN_TILE, next_pow2(facts.m))),
                               block_size=min(bn, max(MIN_TILE, next_pow2(facts.n))), block_k=bk, group_m=GROUP_M,
                               num_warps=warps, num_stages=stages)
         if tiles(config, facts) >= facts.multiprocessors:
-            return config
-    return config
+            filling.append((config, rate))
+    if not filling:
+        return config
+    if not (facts.half and weigh_waves):
+        return filling[0][0]
+
+    def cost(choice: tuple[LaunchConfig, float]) -> float:
+        # Time ~ waves x one tile's time: a smaller tile pays where it fills the last wave of a larger one.
+        tile, rate = choice
+        return math.ceil(tiles(tile, facts) / facts.multiprocessors) * tile.block_m * tile.block_size / rate
+
+    return min(filling, key=cost)[0]
 
 
 def tiles(config: LaunchConfig, facts: ProductFacts) -> int:

@@ -112,6 +112,22 @@ def test_the_default_tile_is_the_largest_that_still_gives_every_sm_a_tile() -> N
     assert GENERATOR.default_config(fp32, "tiled", H100).block_k == 32
 
 
+def test_a_default_tile_that_leaves_its_last_wave_half_empty_gives_way_only_where_a_smaller_one_is_faster() -> None:
+    # [8192, 3072] @ [3072, 768]: 192 tiles of 128x256 are 1.45 waves of 132 SMs; 384 of 128x128 fill 2.9.
+    down = read_spec("out = x @ w + residual, x [8192, 3072] w [3072, 768] residual [8192, 768] fp16")
+    config = GENERATOR.default_config(down, "tiled", H100)
+    assert (config.block_m, config.block_size, config.num_warps) == (128, 128, 8)
+    # [2049, 3001]: 64x128 tiles would fill the waves, but run slower than 204 tiles of 128x256.
+    linear = read_spec("F.linear(x, w) x [2049, 1023] w [3001, 1023] bf16")
+    config = GENERATOR.default_config(linear, "tiled", H100)
+    assert (config.block_m, config.block_size) == (128, 256)
+    # The convolution keeps the first tile that gives every SM one.
+    conv = read_spec("relu(conv2d(x, weight, bias, padding=1)), x [32, 256, 14, 14] fp16, weight [256, 256, 3, 3], "
+                     "bias [256]")
+    config = OfflineGenerator().default_config(conv, "tiled", H100)
+    assert (config.block_m, config.block_size) == (64, 128)
+
+
 def test_the_search_space_keeps_only_tiles_that_fit_and_says_what_it_dropped() -> None:
     spec = read_spec("C = A @ B, A [1027, 1533] fp16, B [1533, 771] fp16")
     space = GENERATOR.config_space(spec, "tiled", H100)
