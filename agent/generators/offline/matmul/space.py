@@ -58,26 +58,22 @@ def default_product_config(facts: ProductFacts, weigh_waves: bool = False) -> La
     float32 operands run IEEE on the CUDA cores: 64x64x32 in 4 warps.
     """
     ladder = HALF_LADDER if facts.half else FLOAT_LADDER
-    filling: list[tuple[LaunchConfig, float]] = []
-    rates = HALF_RATES if facts.half else (1.0,) * len(FLOAT_LADDER)
-    for (bm, bn, bk, warps, stages), rate in zip(ladder, rates, strict=True):
-        # A tile past a small matrix is cut to it, as the wrapper does at run time: the label says what runs.
-        config = LaunchConfig(schedule="tiled", block_m=min(bm, max(MIN_TILE, next_pow2(facts.m))),
-                              block_size=min(bn, max(MIN_TILE, next_pow2(facts.n))), block_k=bk, group_m=GROUP_M,
-                              num_warps=warps, num_stages=stages)
-        if tiles(config, facts) >= facts.multiprocessors:
-            filling.append((config, rate))
+    # A tile past a small matrix is cut to it, as the wrapper does at run time: the label says what runs.
+    rungs = [LaunchConfig(schedule="tiled", block_m=min(bm, max(MIN_TILE, next_pow2(facts.m))),
+                          block_size=min(bn, max(MIN_TILE, next_pow2(facts.n))), block_k=bk, group_m=GROUP_M,
+                          num_warps=warps, num_stages=stages) for bm, bn, bk, warps, stages in ladder]
+    filling = [i for i, rung in enumerate(rungs) if tiles(rung, facts) >= facts.multiprocessors]
     if not filling:
-        return config
-    if not (facts.half and weigh_waves):
-        return filling[0][0]
+        return rungs[-1]
+    if not (weigh_waves and facts.half):
+        return rungs[filling[0]]
 
-    def cost(choice: tuple[LaunchConfig, float]) -> float:
+    def cost(i: int) -> float:
         # Time ~ waves x one tile's time: a smaller tile pays where it fills the last wave of a larger one.
-        tile, rate = choice
-        return math.ceil(tiles(tile, facts) / facts.multiprocessors) * tile.block_m * tile.block_size / rate
+        rung = rungs[i]
+        return math.ceil(tiles(rung, facts) / facts.multiprocessors) * rung.block_m * rung.block_size / HALF_RATES[i]
 
-    return min(filling, key=cost)[0]
+    return rungs[min(filling, key=cost)]
 
 
 def tiles(config: LaunchConfig, facts: ProductFacts) -> int:
