@@ -45,6 +45,12 @@ SPECS = [
     # BERT-base's feed-forward block at 8192 tokens (d_model 768): the epilogue's share of the bytes grows as K falls.
     "F.gelu(F.linear(x, w, b)) x [8192, 768] w [3072, 768] b [3072] fp16",
     "out = x @ w + residual, x [8192, 3072] w [3072, 768] residual [8192, 768] fp16",
+    # Short K, where the epilogue's bytes outweigh the product: a rank-256 update added to a residual stream, and
+    # a d_model-512 feed-forward up-projection (T5-small's shape).
+    "out = x @ w + residual, x [8192, 256] w [256, 4096] residual [8192, 4096] fp16",
+    "F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16",
+    # DeiT-Tiny's feed-forward up-projection (d_model 192, 197 tokens x 64 images).
+    "F.gelu(F.linear(x, w, b)) x [12608, 192] w [768, 192] b [768] fp16",
 ]
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
 folder = Path(sys.argv[1])

@@ -82,7 +82,8 @@ class MatmulGenerator:
 
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best tile for the operands' width and the matrix sizes."""
-        return default_product_config(product_facts(spec, device), weigh_waves=True)
+        reads_tile = any(e.kind == "tile" for e in self.graph(spec).epilogue_inputs)
+        return default_product_config(product_facts(spec, device), weigh_waves=True, reads_tile=reads_tile)
 
     def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,
                      preferred: Sequence[LaunchConfig] = ()) -> Space:

@@ -27,6 +27,12 @@ HALF_LADDER = ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (64, 128, 64, 4, 4), 
 # [3001, 1023] linear (792 tiles in 0.0585 ms against 204 in 0.0418); 64x64 is an estimate below it.
 HALF_RATES = (1.0, 0.82, 0.55, 0.45)
 FLOAT_LADDER = ((64, 64, 32, 4, 3), (32, 64, 32, 4, 3), (32, 32, 32, 4, 3))
+# An epilogue that reads a whole tile (a residual) over a short K: two 4-warp programs per SM, so one's epilogue runs
+# while the other multiplies. x @ w + residual, [8192, K] @ [K, 4096] fp16/bf16, 128x256 in 8 warps against this:
+# H200 K = 128 0.0703 -> 0.0576 ms, K = 256 0.0791 -> 0.0674-0.0681, K = 512 0.0977-0.0988 -> 0.0905-0.0910; H100
+# K = 256 0.0856-0.0864 -> 0.0719-0.0727. At K = 768 (BERT-base's [8192, 3072] @ [3072, 768]) it was 4% slower.
+SHORT_K_TILE_EPILOGUE = (128, 128, 64, 4, 3)
+SHORT_K = 512
 # tl.dot takes tiles of at least 16 along each dim.
 MIN_TILE = 16
 
@@ -48,20 +54,21 @@ class ProductFacts:
         return self.itemsize == 2
 
 
-def default_product_config(facts: ProductFacts, weigh_waves: bool = False) -> LaunchConfig:
+def default_product_config(facts: ProductFacts, weigh_waves: bool = False, reads_tile: bool = False) -> LaunchConfig:
     """Return the usual best tile: from a short ladder, the one that gives every SM a tile in the least time.
 
     16-bit operands (H100, fp16 4096^3): 128x256x64 in 8 warps and 3 stages ran at 0.96x torch.matmul, 128x128 at
     0.89-0.94x; a [1027, 1533] @ [1533, 771] product has 36 such tiles for 132 SMs, and 64x64 ran 2x faster there.
     With `weigh_waves`, among the 16-bit rungs that give every SM a tile, the one with the fewest waves per unit of
     its rate wins (products; the convolution's best tiles on the H200 were ones with part-empty single waves).
-    float32 operands run IEEE on the CUDA cores: 64x64x32 in 4 warps.
+    float32 operands run IEEE on the CUDA cores: 64x64x32 in 4 warps. With `reads_tile` (the epilogue reads a whole
+    output tile) and a 16-bit K of at most SHORT_K, the short-K tile wins wherever it gives every SM a tile.
     """
-    ladder = HALF_LADDER if facts.half else FLOAT_LADDER
-    # A tile past a small matrix is cut to it, as the wrapper does at run time: the label says what runs.
-    rungs = [LaunchConfig(schedule="tiled", block_m=min(bm, max(MIN_TILE, next_pow2(facts.m))),
-                          block_size=min(bn, max(MIN_TILE, next_pow2(facts.n))), block_k=bk, group_m=GROUP_M,
-                          num_warps=warps, num_stages=stages) for bm, bn, bk, warps, stages in ladder]
+    if reads_tile and facts.half and facts.k <= SHORT_K:
+        short = _rung(SHORT_K_TILE_EPILOGUE, facts)
+        if tiles(short, facts) >= facts.multiprocessors:
+            return short
+    rungs = [_rung(tile, facts) for tile in (HALF_LADDER if facts.half else FLOAT_LADDER)]
     filling = [i for i, rung in enumerate(rungs) if tiles(rung, facts) >= facts.multiprocessors]
     if not filling:
         return rungs[-1]
@@ -74,6 +81,14 @@ def default_product_config(facts: ProductFacts, weigh_waves: bool = False) -> La
         return math.ceil(tiles(rung, facts) / facts.multiprocessors) * rung.block_m * rung.block_size / HALF_RATES[i]
 
     return rungs[min(filling, key=cost)]
+
+
+def _rung(tile: tuple[int, int, int, int, int], facts: ProductFacts) -> LaunchConfig:
+    # A tile past a small matrix is cut to it, as the wrapper does at run time: the label says what runs.
+    bm, bn, bk, warps, stages = tile
+    return LaunchConfig(schedule="tiled", block_m=min(bm, max(MIN_TILE, next_pow2(facts.m))),
+                        block_size=min(bn, max(MIN_TILE, next_pow2(facts.n))), block_k=bk, group_m=GROUP_M,
+                        num_warps=warps, num_stages=stages)
 
 
 def tiles(config: LaunchConfig, facts: ProductFacts) -> int:

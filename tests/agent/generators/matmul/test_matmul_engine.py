@@ -128,6 +128,25 @@ def test_a_default_tile_that_leaves_its_last_wave_half_empty_gives_way_only_wher
     assert (config.block_m, config.block_size) == (64, 128)
 
 
+def test_a_residual_over_a_short_k_takes_two_programs_per_sm_and_a_long_k_or_a_plain_product_does_not() -> None:
+    # Over K = 256 the residual tile's epilogue outweighs the product: 128x128 in 4 warps lets two programs share
+    # an SM (H100, [8192, 256] @ [256, 4096] + residual: 0.0860 ms at 128x256 in 8 warps, 0.0723 so).
+    short = read_spec("out = x @ w + residual, x [8192, 256] w [256, 4096] residual [8192, 4096] fp16")
+    config = GENERATOR.default_config(short, "tiled", H100)
+    assert (config.block_m, config.block_size, config.num_warps) == (128, 128, 4)
+    # At K = 768 the product dominates again, and a plain product of the same short K keeps the ladder's tile.
+    long = read_spec("out = x @ w + residual, x [8192, 768] w [768, 4096] residual [8192, 4096] fp16")
+    assert GENERATOR.default_config(long, "tiled", H100).num_warps == 8
+    plain = read_spec("C = A @ B, A [8192, 256] fp16, B [256, 4096] fp16")
+    config = GENERATOR.default_config(plain, "tiled", H100)
+    assert (config.block_size, config.num_warps) == (256, 8)
+    # Too few such tiles to give every SM one: the ladder decides.
+    small = read_spec("out = x @ w + residual, x [512, 256] w [256, 512] residual [512, 512] fp16")
+    assert GENERATOR.default_config(small, "tiled", H100).num_warps == 4
+    assert GENERATOR.default_config(small, "tiled", H100) == GENERATOR.default_config(
+        read_spec("C = A @ B, A [512, 256] fp16, B [256, 512] fp16"), "tiled", H100)
+
+
 def test_the_search_space_keeps_only_tiles_that_fit_and_says_what_it_dropped() -> None:
     spec = read_spec("C = A @ B, A [1027, 1533] fp16, B [1533, 771] fp16")
     space = GENERATOR.config_space(spec, "tiled", H100)
