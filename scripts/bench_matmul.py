@@ -51,6 +51,8 @@ SPECS = [
     "F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16",
     # DeiT-Tiny's feed-forward up-projection (d_model 192, 197 tokens x 64 images).
     "F.gelu(F.linear(x, w, b)) x [12608, 192] w [768, 192] b [768] fp16",
+    # DeiT-Small's (d_model 384).
+    "F.gelu(F.linear(x, w, b)) x [12608, 384] w [1536, 384] b [1536] fp16",
 ]
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
 folder = Path(sys.argv[1])

@@ -27,7 +27,7 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .graph import MatmulGraph, NotMatmulLowerable, matmul_graph
-from .space import ProductFacts, default_product_config, product_space
+from .space import TMA_MIN_FLOPS_LOG2, ProductFacts, default_product_config, product_space
 
 # The interpreter runs each tl.dot through numpy, one program after another: cases up to this many output
 # elements are checked there (the spec's larger shapes are checked on an accelerator).
@@ -82,8 +82,9 @@ class MatmulGenerator:
 
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best tile for the operands' width and the matrix sizes."""
-        reads_tile = any(e.kind == "tile" for e in self.graph(spec).epilogue_inputs)
-        return default_product_config(product_facts(spec, device), weigh_waves=True, reads_tile=reads_tile)
+        graph = self.graph(spec)
+        epilogue = "tile" if any(e.kind == "tile" for e in graph.epilogue_inputs) else "" if graph.plain else "work"
+        return default_product_config(product_facts(spec, device), weigh_waves=True, epilogue=epilogue)
 
     def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,
                      preferred: Sequence[LaunchConfig] = ()) -> Space:
@@ -121,6 +122,7 @@ class MatmulGenerator:
             # Hopper's TMA path, where an epilogue reads no full tile: a residual tile converted through shared
             # memory overflowed it beside the operand ring (H100, x @ w + residual: pointers 0.444 ms, TMA 0.481).
             "tma": tma,
+            "tma_min_flops_log2": TMA_MIN_FLOPS_LOG2,
             # An epilogue with work (loads, an activation) overlaps the next tile's product when the persistent loop
             # is warp-specialized (H200, gelu(linear) [8192, 1024] x [4096, 1024]ᵀ fp16: 0.171 -> 0.159 ms); a
             # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096).

@@ -27,12 +27,19 @@ HALF_LADDER = ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (64, 128, 64, 4, 4), 
 # [3001, 1023] linear (792 tiles in 0.0585 ms against 204 in 0.0418); 64x64 is an estimate below it.
 HALF_RATES = (1.0, 0.82, 0.55, 0.45)
 FLOAT_LADDER = ((64, 64, 32, 4, 3), (32, 64, 32, 4, 3), (32, 32, 32, 4, 3))
-# An epilogue that reads a whole tile (a residual) over a short K: two 4-warp programs per SM, so one's epilogue runs
-# while the other multiplies. x @ w + residual, [8192, K] @ [K, 4096] fp16/bf16, 128x256 in 8 warps against this:
-# H200 K = 128 0.0703 -> 0.0576 ms, K = 256 0.0791 -> 0.0674-0.0681, K = 512 0.0977-0.0988 -> 0.0905-0.0910; H100
-# K = 256 0.0856-0.0864 -> 0.0719-0.0727. At K = 768 (BERT-base's [8192, 3072] @ [3072, 768]) it was 4% slower.
-SHORT_K_TILE_EPILOGUE = (128, 128, 64, 4, 3)
-SHORT_K = 512
+# Over a short K an epilogue outweighs the product: a tile that lets two programs share an SM (3 stages of 128x128
+# operands, 96 KB) runs one's epilogue while the other multiplies. (tile, largest K) per kind of epilogue:
+# - one that reads a whole output tile (a residual), 4 warps. x @ w + residual, [8192, K] @ [K, 4096], 128x256 in
+#   8 warps against this: H200 K = 128 0.0703 -> 0.0576 ms, K = 256 0.0791 -> 0.0674-0.0681, K = 512 0.0977-0.0988
+#   -> 0.0905-0.0910; H100 K = 256 0.0856-0.0864 -> 0.0719-0.0727 (8 warps 0.0748). At K = 768 4% slower.
+# - any other work (bias, activation), 8 warps: 4 would hold a 128x128 float32 tile in 128 registers a thread
+#   beside the activation's. gelu(linear) on an H100, 128x256 against this: DeiT-Tiny [12608, 192] x [768, 192]
+#   0.0396 -> 0.0315 ms, [8192, 256] x [1024, 256] 0.0294 -> 0.0266, DeiT-Small [12608, 384] x [1536, 384] 0.0730
+#   -> 0.0636; at K = 512 (T5-small) and 768 (BERT-base) 8-16% slower.
+SHORT_K_TILES = {"tile": ((128, 128, 64, 4, 3), 512), "work": ((128, 128, 64, 8, 3), 384)}
+# From 2^TMA_MIN_FLOPS_LOG2 FLOPs an epilogue that reads no whole tile runs the persistent TMA kernel on Hopper, one
+# program per SM (the generated file says why): there the short-K tile's two programs per SM do not happen.
+TMA_MIN_FLOPS_LOG2 = 34
 # tl.dot takes tiles of at least 16 along each dim.
 MIN_TILE = 16
 
@@ -54,18 +61,21 @@ class ProductFacts:
         return self.itemsize == 2
 
 
-def default_product_config(facts: ProductFacts, weigh_waves: bool = False, reads_tile: bool = False) -> LaunchConfig:
+def default_product_config(facts: ProductFacts, weigh_waves: bool = False, epilogue: str = "") -> LaunchConfig:
     """Return the usual best tile: from a short ladder, the one that gives every SM a tile in the least time.
 
     16-bit operands (H100, fp16 4096^3): 128x256x64 in 8 warps and 3 stages ran at 0.96x torch.matmul, 128x128 at
     0.89-0.94x; a [1027, 1533] @ [1533, 771] product has 36 such tiles for 132 SMs, and 64x64 ran 2x faster there.
     With `weigh_waves`, among the 16-bit rungs that give every SM a tile, the one with the fewest waves per unit of
     its rate wins (products; the convolution's best tiles on the H200 were ones with part-empty single waves).
-    float32 operands run IEEE on the CUDA cores: 64x64x32 in 4 warps. With `reads_tile` (the epilogue reads a whole
-    output tile) and a 16-bit K of at most SHORT_K, the short-K tile wins wherever it gives every SM a tile.
+    float32 operands run IEEE on the CUDA cores: 64x64x32 in 4 warps. With an `epilogue` ("tile": it reads a whole
+    output tile; "work": any other) over a 16-bit K short enough, its SHORT_K_TILES tile wins wherever it gives
+    every SM a tile.
     """
-    if reads_tile and facts.half and facts.k <= SHORT_K:
-        short = _rung(SHORT_K_TILE_EPILOGUE, facts)
+    short_tile, short_k = SHORT_K_TILES.get(epilogue, ((), 0))
+    persistent = epilogue != "tile" and 2 * facts.m * facts.n * facts.k * facts.batch >= 2**TMA_MIN_FLOPS_LOG2
+    if short_tile and facts.half and facts.k <= short_k and not persistent:
+        short = _rung(short_tile, facts)
         if tiles(short, facts) >= facts.multiprocessors:
             return short
     rungs = [_rung(tile, facts) for tile in (HALF_LADDER if facts.half else FLOAT_LADDER)]
