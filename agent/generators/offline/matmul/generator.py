@@ -27,7 +27,7 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .graph import MatmulGraph, NotMatmulLowerable, matmul_graph
-from .space import TMA_MIN_FLOPS_LOG2, ProductFacts, default_product_config, product_space
+from .space import TMA_MIN_FLOPS_LOG2, Epilogue, ProductFacts, default_product_config, product_space
 
 # The interpreter runs each tl.dot through numpy, one program after another: cases up to this many output
 # elements are checked there (the spec's larger shapes are checked on an accelerator).
@@ -83,7 +83,9 @@ class MatmulGenerator:
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best tile for the operands' width and the matrix sizes."""
         graph = self.graph(spec)
-        epilogue = "tile" if any(e.kind == "tile" for e in graph.epilogue_inputs) else "" if graph.plain else "work"
+        epilogue: Epilogue = "" if graph.plain else "work"
+        if any(e.kind == "tile" for e in graph.epilogue_inputs):
+            epilogue = "tile"
         return default_product_config(product_facts(spec, device), weigh_waves=True, epilogue=epilogue)
 
     def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,

@@ -6,6 +6,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from agent.generators.base import LaunchConfig
 from agent.generators.offline.render import next_pow2
@@ -37,6 +38,8 @@ FLOAT_LADDER = ((64, 64, 32, 4, 3), (32, 64, 32, 4, 3), (32, 32, 32, 4, 3))
 #   0.0396 -> 0.0315 ms, [8192, 256] x [1024, 256] 0.0294 -> 0.0266, DeiT-Small [12608, 384] x [1536, 384] 0.0730
 #   -> 0.0636; at K = 512 (T5-small) and 768 (BERT-base) 8-16% slower.
 SHORT_K_TILES = {"tile": ((128, 128, 64, 4, 3), 512), "work": ((128, 128, 64, 8, 3), 384)}
+# What the product's epilogue does: nothing but a cast (""), read a whole output tile, or other work.
+Epilogue = Literal["", "tile", "work"]
 # From 2^TMA_MIN_FLOPS_LOG2 FLOPs an epilogue that reads no whole tile runs the persistent TMA kernel on Hopper, one
 # program per SM (the generated file says why): there the short-K tile's two programs per SM do not happen.
 TMA_MIN_FLOPS_LOG2 = 34
@@ -61,7 +64,7 @@ class ProductFacts:
         return self.itemsize == 2
 
 
-def default_product_config(facts: ProductFacts, weigh_waves: bool = False, epilogue: str = "") -> LaunchConfig:
+def default_product_config(facts: ProductFacts, weigh_waves: bool = False, epilogue: Epilogue = "") -> LaunchConfig:
     """Return the usual best tile: from a short ladder, the one that gives every SM a tile in the least time.
 
     16-bit operands (H100, fp16 4096^3): 128x256x64 in 8 warps and 3 stages ran at 0.96x torch.matmul, 128x128 at
