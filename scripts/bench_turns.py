@@ -57,6 +57,8 @@ def bench(fn: Callable[[], object]) -> float:
 def time_group(group: Path, rounds: int, with_compile: bool, per_call: bool, copy_gbs: float) -> list[dict]:
     """Time one op's variants, torch.compile and eager in turns; return a row per contender."""
     op = json.loads((group / "default" / "meta.json").read_text())["op"]
+    for name in (f"{op}_triton", f"{op}_baseline"):
+        sys.modules.pop(name, None)  # another folder's op of the same name (sum over a dim, and over all)
     perf = load(group / "default" / f"{op}_performance.py", f"perf_{group.name}")
     inputs = perf.make_inputs(perf.SPEC_CASES[0], perf.DTYPE_CASES[0], seed=0, device=perf.DEVICE)
     params = perf.PARAMS

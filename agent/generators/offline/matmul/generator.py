@@ -83,7 +83,7 @@ class MatmulGenerator:
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best tile for the operands' width and the matrix sizes."""
         graph = self.graph(spec)
-        epilogue: Epilogue = "" if graph.plain else "work"
+        epilogue: Epilogue = "" if graph.stores_product else "work"
         if any(e.kind == "tile" for e in graph.epilogue_inputs):
             epilogue = "tile"
         return default_product_config(product_facts(spec, device), weigh_waves=True, epilogue=epilogue)

@@ -77,6 +77,11 @@ class MatmulGraph:
         return len(self.epilogue.body) == 1 and not self.epilogue_inputs
 
     @property
+    def stores_product(self) -> bool:
+        """Tell whether the epilogue computes nothing on the tile: it stores the product, cast at most."""
+        return self.plain and self.epilogue.body[0].partition("=")[2].strip() == self.acc
+
+    @property
     def flattens_rows(self) -> bool:
         """Tell whether the first operand's leading dims are all rows of one product (linear)."""
         return self.op == "linear"

@@ -38,10 +38,12 @@ FLOAT_LADDER = ((64, 64, 32, 4, 3), (32, 64, 32, 4, 3), (32, 32, 32, 4, 3))
 #   0.0396 -> 0.0315 ms, [8192, 256] x [1024, 256] 0.0294 -> 0.0266, DeiT-Small [12608, 384] x [1536, 384] 0.0730
 #   -> 0.0636; at K = 512 (T5-small) and 768 (BERT-base) 8-16% slower.
 SHORT_K_TILES = {"tile": ((128, 128, 64, 4, 3), 512), "work": ((128, 128, 64, 8, 3), 384)}
-# What the product's epilogue does: nothing but a cast (""), read a whole output tile, or other work.
+# What the product's epilogue does: nothing but a cast (""), read a whole output tile, or other work (a bias, an
+# activation, a scale).
 Epilogue = Literal["", "tile", "work"]
-# From 2^TMA_MIN_FLOPS_LOG2 FLOPs an epilogue that reads no whole tile runs the persistent TMA kernel on Hopper, one
-# program per SM (the generated file says why): there the short-K tile's two programs per SM do not happen.
+# From 2^TMA_MIN_FLOPS_LOG2 FLOPs an unbatched product whose epilogue reads no whole tile runs the persistent TMA
+# kernel on Hopper, one program per SM (the generated file says why): there the short-K tile's two programs per SM
+# do not happen. (Other GPUs have no TMA kernel; the rule keeps the ladder's tile there too, untested either way.)
 TMA_MIN_FLOPS_LOG2 = 34
 # tl.dot takes tiles of at least 16 along each dim.
 MIN_TILE = 16
@@ -76,7 +78,7 @@ def default_product_config(facts: ProductFacts, weigh_waves: bool = False, epilo
     every SM a tile.
     """
     short_tile, short_k = SHORT_K_TILES.get(epilogue, ((), 0))
-    persistent = epilogue != "tile" and 2 * facts.m * facts.n * facts.k * facts.batch >= 2**TMA_MIN_FLOPS_LOG2
+    persistent = epilogue != "tile" and facts.batch == 1 and 2 * facts.m * facts.n * facts.k >= 2**TMA_MIN_FLOPS_LOG2
     if short_tile and facts.half and facts.k <= short_k and not persistent:
         short = _rung(short_tile, facts)
         if tiles(short, facts) >= facts.multiprocessors:

@@ -157,6 +157,17 @@ def test_an_activation_over_a_short_k_takes_two_8_warp_programs_per_sm_below_the
     assert GENERATOR.default_config(t5, "tiled", H100).block_size == 256
     large = read_spec("F.gelu(F.linear(x, w, b)) x [65536, 192] w [3072, 192] b [3072] fp16")
     assert GENERATOR.default_config(large, "tiled", H100).block_size == 256
+    # Below that size a K of 512 is still past the limit; a batched product never runs the TMA kernel.
+    smaller = read_spec("F.gelu(F.linear(x, w, b)) x [4096, 512] w [2048, 512] b [2048] fp16")
+    assert GENERATOR.default_config(smaller, "tiled", H100).block_size == 256
+    batched = read_spec("F.gelu(torch.bmm(a, b)) a [64, 1024, 128] b [64, 128, 1024] fp16")
+    config = GENERATOR.default_config(batched, "tiled", H100)
+    assert (config.block_size, config.num_warps, config.num_stages) == (128, 8, 3)
+    # An activation with no other input is work on the tile too; a cast alone is not.
+    unbiased = read_spec("F.gelu(x @ w) x [12608, 192] w [192, 768] fp16")
+    assert GENERATOR.default_config(unbiased, "tiled", H100).block_size == 128
+    cast = read_spec("(x @ w).float() x [12608, 192] w [192, 768] fp16")
+    assert GENERATOR.default_config(cast, "tiled", H100).block_size == 256
 
 
 def test_the_search_space_keeps_only_tiles_that_fit_and_says_what_it_dropped() -> None:
