@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 import triton
 
+from agent.generators.base import LaunchConfig
 from agent.generators.offline.dispatch import OfflineGenerator
 from agent.generators.offline.matmul.generator import MatmulGenerator, product_facts
 from agent.generators.offline.matmul.space import SHARED_BYTES, shared_bytes
@@ -128,46 +129,40 @@ def test_a_default_tile_that_leaves_its_last_wave_half_empty_gives_way_only_wher
     assert (config.block_m, config.block_size) == (64, 128)
 
 
+def default_tile(text: str) -> LaunchConfig:
+    """Read a spec and return the product's default tile on an H100."""
+    return GENERATOR.default_config(read_spec(text), "tiled", H100)
+
+
 def test_a_residual_over_a_short_k_takes_two_programs_per_sm_and_a_long_k_or_a_plain_product_does_not() -> None:
     # Over K = 256 the residual tile's epilogue outweighs the product: 128x128 in 4 warps lets two programs share
     # an SM (H100, [8192, 256] @ [256, 4096] + residual: 0.0860 ms at 128x256 in 8 warps, 0.0723 so).
-    short = read_spec("out = x @ w + residual, x [8192, 256] w [256, 4096] residual [8192, 4096] fp16")
-    config = GENERATOR.default_config(short, "tiled", H100)
+    config = default_tile("out = x @ w + residual, x [8192, 256] w [256, 4096] residual [8192, 4096] fp16")
     assert (config.block_m, config.block_size, config.num_warps) == (128, 128, 4)
     # At K = 768 the product dominates again, and a plain product of the same short K keeps the ladder's tile.
-    long = read_spec("out = x @ w + residual, x [8192, 768] w [768, 4096] residual [8192, 4096] fp16")
-    assert GENERATOR.default_config(long, "tiled", H100).num_warps == 8
-    plain = read_spec("C = A @ B, A [8192, 256] fp16, B [256, 4096] fp16")
-    config = GENERATOR.default_config(plain, "tiled", H100)
+    assert default_tile("out = x @ w + residual, x [8192, 768] w [768, 4096] residual [8192, 4096] fp16").num_warps == 8
+    config = default_tile("C = A @ B, A [8192, 256] fp16, B [256, 4096] fp16")
     assert (config.block_size, config.num_warps) == (256, 8)
     # Too few such tiles to give every SM one: the ladder decides.
-    small = read_spec("out = x @ w + residual, x [512, 256] w [256, 512] residual [512, 512] fp16")
-    assert GENERATOR.default_config(small, "tiled", H100).num_warps == 4
-    assert GENERATOR.default_config(small, "tiled", H100) == GENERATOR.default_config(
-        read_spec("C = A @ B, A [512, 256] fp16, B [256, 512] fp16"), "tiled", H100)
+    small = default_tile("out = x @ w + residual, x [512, 256] w [256, 512] residual [512, 512] fp16")
+    assert small.num_warps == 4
+    assert small == default_tile("C = A @ B, A [512, 256] fp16, B [256, 512] fp16")
 
 
 def test_an_activation_over_a_short_k_takes_two_8_warp_programs_per_sm_below_the_persistent_kernels_size() -> None:
     # DeiT-Tiny's up-projection (three K steps): 128x128 in 8 warps, 3 stages (H100: 0.0396 -> 0.0315 ms).
-    deit = read_spec("F.gelu(F.linear(x, w, b)) x [12608, 192] w [768, 192] b [768] fp16")
-    config = GENERATOR.default_config(deit, "tiled", H100)
+    config = default_tile("F.gelu(F.linear(x, w, b)) x [12608, 192] w [768, 192] b [768] fp16")
     assert (config.block_m, config.block_size, config.num_warps, config.num_stages) == (128, 128, 8, 3)
     # T5-small's (K = 512) keeps 128x256; so does a short K large enough for the one-program-per-SM TMA kernel.
-    t5 = read_spec("F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16")
-    assert GENERATOR.default_config(t5, "tiled", H100).block_size == 256
-    large = read_spec("F.gelu(F.linear(x, w, b)) x [65536, 192] w [3072, 192] b [3072] fp16")
-    assert GENERATOR.default_config(large, "tiled", H100).block_size == 256
+    assert default_tile("F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16").block_size == 256
+    assert default_tile("F.gelu(F.linear(x, w, b)) x [65536, 192] w [3072, 192] b [3072] fp16").block_size == 256
     # Below that size a K of 512 is still past the limit; a batched product never runs the TMA kernel.
-    smaller = read_spec("F.gelu(F.linear(x, w, b)) x [4096, 512] w [2048, 512] b [2048] fp16")
-    assert GENERATOR.default_config(smaller, "tiled", H100).block_size == 256
-    batched = read_spec("F.gelu(torch.bmm(a, b)) a [64, 1024, 128] b [64, 128, 1024] fp16")
-    config = GENERATOR.default_config(batched, "tiled", H100)
+    assert default_tile("F.gelu(F.linear(x, w, b)) x [4096, 512] w [2048, 512] b [2048] fp16").block_size == 256
+    config = default_tile("F.gelu(torch.bmm(a, b)) a [64, 1024, 128] b [64, 128, 1024] fp16")
     assert (config.block_size, config.num_warps, config.num_stages) == (128, 8, 3)
     # An activation with no other input is work on the tile too; a cast alone is not.
-    unbiased = read_spec("F.gelu(x @ w) x [12608, 192] w [192, 768] fp16")
-    assert GENERATOR.default_config(unbiased, "tiled", H100).block_size == 128
-    cast = read_spec("(x @ w).float() x [12608, 192] w [192, 768] fp16")
-    assert GENERATOR.default_config(cast, "tiled", H100).block_size == 256
+    assert default_tile("F.gelu(x @ w) x [12608, 192] w [192, 768] fp16").block_size == 128
+    assert default_tile("(x @ w).float() x [12608, 192] w [192, 768] fp16").block_size == 256
 
 
 def test_the_search_space_keeps_only_tiles_that_fit_and_says_what_it_dropped() -> None:
