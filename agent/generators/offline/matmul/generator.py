@@ -27,7 +27,15 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .graph import MatmulGraph, NotMatmulLowerable, matmul_graph
-from .space import TMA_MIN_FLOPS_LOG2, Epilogue, ProductFacts, default_product_config, product_space
+from .space import (
+    TMA_HOST_DESCRIPTORS_MIN_FLOPS_LOG2,
+    TMA_MIN_FLOPS_LOG2,
+    Epilogue,
+    ProductFacts,
+    default_product_config,
+    product_space,
+    tma_programs_per_sm,
+)
 
 # The interpreter runs each tl.dot through numpy, one program after another: cases up to this many output
 # elements are checked there (the spec's larger shapes are checked on an accelerator).
@@ -37,6 +45,7 @@ _SMOKE_MAX_ELEMENTS = 1 << 16
 
 # The wrapper's thresholds that choose the kernel and its split (module constants of the generated file).
 _POLICY = ("MAX_SPLIT_K", "SPLIT_MIN_STEPS", "PAD_MIN_FLOPS", "PAD_ROWS", "PAD_COLS")
+_TMA_POLICY = ("TMA_MIN_FLOPS", "TMA_HOST_DESCRIPTORS_MIN_FLOPS", "TMA_PROGRAMS_PER_SM")
 
 
 class MatmulGenerator:
@@ -82,11 +91,8 @@ class MatmulGenerator:
 
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best tile for the operands' width and the matrix sizes."""
-        graph = self.graph(spec)
-        epilogue: Epilogue = "" if graph.stores_product else "work"
-        if any(e.kind == "tile" for e in graph.epilogue_inputs):
-            epilogue = "tile"
-        return default_product_config(product_facts(spec, device), weigh_waves=True, epilogue=epilogue)
+        return default_product_config(product_facts(spec, device), weigh_waves=True,
+                                      epilogue=epilogue_kind(self.graph(spec)))
 
     def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,
                      preferred: Sequence[LaunchConfig] = ()) -> Space:
@@ -103,6 +109,7 @@ class MatmulGenerator:
         smoke = small_case(spec, _SMOKE_MAX_ELEMENTS)
         a_rank = len(spec.shape_cases()[0][graph.a.name])
         tma = not any(e.kind == "tile" for e in graph.epilogue_inputs)
+        programs_per_sm = tma_programs_per_sm(config, epilogue_kind(graph))
         return {
             "op": spec.name,
             "output": spec.output,
@@ -125,10 +132,15 @@ class MatmulGenerator:
             # memory overflowed it beside the operand ring (H100, x @ w + residual: pointers 0.444 ms, TMA 0.481).
             "tma": tma,
             "tma_min_flops_log2": TMA_MIN_FLOPS_LOG2,
+            "tma_host_descriptors_min_flops_log2": TMA_HOST_DESCRIPTORS_MIN_FLOPS_LOG2,
             # An epilogue with work (loads, an activation) overlaps the next tile's product when the persistent loop
             # is warp-specialized (H200, gelu(linear) [8192, 1024] x [4096, 1024]ᵀ fp16: 0.171 -> 0.159 ms); a
-            # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096).
-            "warp_specialize": not graph.plain,
+            # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096). Two
+            # programs per SM overlap it instead, with flattened loops (warp-specialized they ran 20-30% slower).
+            "warp_specialize": not graph.plain and programs_per_sm == 1,
+            "tma_programs_per_sm": programs_per_sm,
+            # An epilogue's tile is stored by TMA in halves, through half the staging buffer.
+            "tma_halves": not graph.plain or programs_per_sm == 2,
             "params": spec.params,
             "out_dtype": output_dtype(spec),
             "signature": signature(spec),
@@ -140,7 +152,7 @@ class MatmulGenerator:
             "params_tuple": tuple_literal([f"float({p.name})" for p in spec.params]),
             # What a launch plan and the tile sizing depend on besides the inputs: the launch constants (a search
             # sets them between calls) and the file's other thresholds, so an edit to any is never served a stale plan.
-            "launch_constants": [*config.constants(), *_POLICY, *(["TMA_MIN_FLOPS"] if tma else [])],
+            "launch_constants": [*config.constants(), *_POLICY, *(_TMA_POLICY if tma else ())],
             "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive)}
                        for t in spec.inputs],
             "torch_statements": to_statements(spec.expr, spec.output),
@@ -163,6 +175,13 @@ class MatmulGenerator:
             "product_peak": True,
             "product_operand": graph.a.name,
         }
+
+
+def epilogue_kind(graph: MatmulGraph) -> Epilogue:
+    """Say what the product's epilogue does: reads a whole output tile, other work, or only stores (a cast)."""
+    if any(e.kind == "tile" for e in graph.epilogue_inputs):
+        return "tile"
+    return "" if graph.stores_product else "work"
 
 
 def product_facts(spec: OpSpec, device: DeviceInfo | None = None) -> ProductFacts:

@@ -38,13 +38,22 @@ FLOAT_LADDER = ((64, 64, 32, 4, 3), (32, 64, 32, 4, 3), (32, 32, 32, 4, 3))
 #   0.0396 -> 0.0315 ms, [8192, 256] x [1024, 256] 0.0294 -> 0.0266, DeiT-Small [12608, 384] x [1536, 384] 0.0730
 #   -> 0.0636; at K = 512 (T5-small) and 768 (BERT-base) 8-16% slower.
 SHORT_K_TILES = {"tile": ((128, 128, 64, 4, 3), 512), "work": ((128, 128, 64, 8, 3), 384)}
+# The "work" tile in the persistent TMA kernel: two flattened programs per SM (the halves of a tile stored by TMA
+# fit beside two operand rings) run one's epilogue under the other's product, where one warp-specialized 128x256
+# program per SM runs them in turn. gelu(linear) on an H100, [M, K] x [4K, K], 128x256 warp-specialized against
+# this: T5-small (M 8192, K 512) 0.0631 -> 0.0541 ms, DeiT-Small at 128 images (25216, 384) 0.1216 -> 0.1047,
+# BERT-base (8192, 768) 0.1089 -> 0.0940, BERT-large (8192, 1024) 0.1612 -> 0.1468; warp-specialized with two
+# programs per SM 20-30% slower than one.
+SHORT_K_TMA_MAX_K = 1024
 # What the product's epilogue does: nothing but a cast (""), read a whole output tile, or other work (a bias, an
 # activation, a scale).
 Epilogue = Literal["", "tile", "work"]
 # From 2^TMA_MIN_FLOPS_LOG2 FLOPs an unbatched product whose epilogue reads no whole tile runs the persistent TMA
-# kernel on Hopper, one program per SM (the generated file says why): there the short-K tile's two programs per SM
-# do not happen. (Other GPUs have no TMA kernel; the rule keeps the ladder's tile there too, untested either way.)
-TMA_MIN_FLOPS_LOG2 = 34
+# kernel on Hopper (the generated file says why), one program per SM but for the short-K "work" tile's two.
+# (Other GPUs have no TMA kernel and run the pointer kernel with the same tile, untested there.)
+TMA_MIN_FLOPS_LOG2 = 33
+# From here the TMA kernel's descriptors are made on the host, below it in the kernel (the generated file says why).
+TMA_HOST_DESCRIPTORS_MIN_FLOPS_LOG2 = 34
 # tl.dot takes tiles of at least 16 along each dim.
 MIN_TILE = 16
 
@@ -78,8 +87,9 @@ def default_product_config(facts: ProductFacts, weigh_waves: bool = False, epilo
     every SM a tile.
     """
     short_tile, short_k = SHORT_K_TILES.get(epilogue, ((), 0))
-    persistent = epilogue != "tile" and facts.batch == 1 and 2 * facts.m * facts.n * facts.k >= 2**TMA_MIN_FLOPS_LOG2
-    if short_tile and facts.half and facts.k <= short_k and not persistent:
+    if epilogue == "work" and facts.batch == 1 and 2 * facts.m * facts.n * facts.k >= 2**TMA_MIN_FLOPS_LOG2:
+        short_k = SHORT_K_TMA_MAX_K  # the persistent TMA kernel, two programs per SM
+    if short_tile and facts.half and facts.k <= short_k:
         short = _rung(short_tile, facts)
         if tiles(short, facts) >= facts.multiprocessors:
             return short
@@ -96,6 +106,12 @@ def default_product_config(facts: ProductFacts, weigh_waves: bool = False, epilo
         return math.ceil(tiles(rung, facts) / facts.multiprocessors) * rung.block_m * rung.block_size / HALF_RATES[i]
 
     return rungs[min(filling, key=cost)]
+
+
+def tma_programs_per_sm(config: LaunchConfig, epilogue: Epilogue) -> int:
+    """Return how many persistent TMA programs share an SM: two for the short-K "work" tile, else one."""
+    tile = (config.block_m, config.block_size, config.block_k, config.num_warps, config.num_stages)
+    return 2 if epilogue == "work" and tile == SHORT_K_TILES["work"][0] else 1
 
 
 def _rung(tile: tuple[int, int, int, int, int], facts: ProductFacts) -> LaunchConfig:

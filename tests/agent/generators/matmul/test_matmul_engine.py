@@ -1,6 +1,7 @@
 """The matmul engine: what it takes and refuses, its kernels against PyTorch in the interpreter, its tiles."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -149,20 +150,44 @@ def test_a_residual_over_a_short_k_takes_two_programs_per_sm_and_a_long_k_or_a_p
     assert small == default_tile("C = A @ B, A [512, 256] fp16, B [256, 512] fp16")
 
 
-def test_an_activation_over_a_short_k_takes_two_8_warp_programs_per_sm_below_the_persistent_kernels_size() -> None:
-    # DeiT-Tiny's up-projection (three K steps): 128x128 in 8 warps, 3 stages (H100: 0.0396 -> 0.0315 ms).
+def test_an_activation_over_a_short_k_takes_two_8_warp_programs_per_sm() -> None:
+    # DeiT-Tiny's up-projection (three K steps, below the TMA kernel's size): 128x128 in 8 warps, 3 stages, on
+    # pointers (H100: 0.0396 -> 0.0315 ms).
+    short = (128, 128, 8, 3)
     config = default_tile("F.gelu(F.linear(x, w, b)) x [12608, 192] w [768, 192] b [768] fp16")
-    assert (config.block_m, config.block_size, config.num_warps, config.num_stages) == (128, 128, 8, 3)
-    # T5-small's (K = 512) keeps 128x256; so does a short K large enough for the one-program-per-SM TMA kernel.
-    assert default_tile("F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16").block_size == 256
-    assert default_tile("F.gelu(F.linear(x, w, b)) x [65536, 192] w [3072, 192] b [3072] fp16").block_size == 256
-    # Below that size a K of 512 is still past the limit; a batched product never runs the TMA kernel.
-    assert default_tile("F.gelu(F.linear(x, w, b)) x [4096, 512] w [2048, 512] b [2048] fp16").block_size == 256
+    assert (config.block_m, config.block_size, config.num_warps, config.num_stages) == short
+    # By the persistent TMA kernel (from 2^33 FLOPs) the same tile reaches K = 1024: T5-small's (K = 512) and
+    # BERT-large's (K = 1024) up-projections take it, a longer K keeps the ladder's 128x256.
+    for text in ("F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16",
+                 "F.gelu(F.linear(x, w, b)) x [8192, 1024] w [4096, 1024] b [4096] fp16"):
+        config = default_tile(text)
+        assert (config.block_m, config.block_size, config.num_warps, config.num_stages) == short
+    assert default_tile("F.gelu(F.linear(x, w, b)) x [8192, 2048] w [8192, 2048] b [8192] fp16").block_size == 256
+    # Below that size the pointer kernel's limit (K = 384) holds; a batched product never runs the TMA kernel.
+    config = default_tile("F.gelu(F.linear(x, w, b)) x [6144, 512] w [1024, 512] b [1024] fp16")
+    assert (config.block_m, config.block_size, config.num_warps, config.num_stages) != short
     config = default_tile("F.gelu(torch.bmm(a, b)) a [64, 1024, 128] b [64, 128, 1024] fp16")
     assert (config.block_size, config.num_warps, config.num_stages) == (128, 8, 3)
     # An activation with no other input is work on the tile too; a cast alone is not.
     assert default_tile("F.gelu(x @ w) x [12608, 192] w [192, 768] fp16").block_size == 128
     assert default_tile("(x @ w).float() x [12608, 192] w [192, 768] fp16").block_size == 256
+
+
+def test_the_short_k_tile_runs_two_flattened_tma_programs_per_sm_and_others_one(tmp_path: Path) -> None:
+    spec = read_spec("F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16")
+    files = GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100))
+    source = files.files["linear_gelu_triton.py"]
+    assert "TMA_PROGRAMS_PER_SM = 2" in source and "warp_specialize" not in source
+    module = load_triton_module(files, tmp_path)
+    tma = module.linear_gelu_kernel_tma = Recorder(module.linear_gelu_kernel_tma)
+    # Six 128x128 tiles walked by two programs per core of the interpreter's machine, stored in halves.
+    x, w, b = torch.randn(300, 64).half(), torch.randn(200, 64).half(), torch.randn(200).half()
+    close(module.linear_gelu(x, w, b), F.gelu(F.linear(x.double(), w.double(), b.double())), 64)
+    assert tma.grids == [(min(6, 2 * (os.cpu_count() or 4)), 1, 1)]
+    # The ladder's 128x256 keeps one warp-specialized program per SM.
+    spec = read_spec("F.gelu(F.linear(x, w, b)) x [8192, 4096] w [4096, 4096] b [4096] fp16")
+    source = GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)).files["linear_gelu_triton.py"]
+    assert "TMA_PROGRAMS_PER_SM = 1" in source and "warp_specialize=True" in source
 
 
 def test_the_search_space_keeps_only_tiles_that_fit_and_says_what_it_dropped() -> None:
@@ -240,6 +265,20 @@ def test_aligned_operands_go_by_tma_descriptors_and_odd_ones_by_pointers(tmp_pat
     x, w, b = torch.randn(64, 48).half(), torch.randn(40, 48).half(), torch.randn(40).half()
     close(module.transpose_matmul(x.T.contiguous().T, w, b), x.double() @ w.double().T + b.double(), 48)
     assert tma.launches == 2  # a column-major operand is read transposed by its descriptor
+
+
+def test_tma_descriptors_are_made_in_the_kernel_for_small_products_and_on_the_host_for_large(tmp_path: Path) -> None:
+    # On a GPU the FLOPs decide (TMA_HOST_DESCRIPTORS_MIN_FLOPS); the interpreter checks both ways by dtype.
+    spec = read_spec("out = x @ w.T + bias, x [50, 64] w [32, 64] bias [32] fp16")
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    assert module.TMA_MIN_FLOPS < module.TMA_HOST_DESCRIPTORS_MIN_FLOPS
+    tma = module.transpose_matmul_kernel_tma = Recorder(module.transpose_matmul_kernel_tma)
+    for dtype, in_kernel in ((torch.float16, True), (torch.float32, False)):
+        x, w, b = (torch.randn(shape).to(dtype) for shape in ((64, 48), (40, 48), (40,)))
+        close(module.transpose_matmul(x.T.contiguous().T, w, b), x.double() @ w.double().T + b.double(), 48)
+        plan = list(module.PLANS.values())[-1]
+        assert plan.tma and plan.constants["DEVICE_DESCRIPTORS"] is in_kernel
+    assert tma.launches == 2
 
 
 def test_a_call_laid_out_as_an_earlier_one_reuses_its_plan_and_any_other_layout_gets_its_own(tmp_path: Path) -> None:
