@@ -136,7 +136,7 @@ class MatmulGenerator:
             # An epilogue with work (loads, an activation) overlaps the next tile's product when the persistent loop
             # is warp-specialized (H200, gelu(linear) [8192, 1024] x [4096, 1024]ᵀ fp16: 0.171 -> 0.159 ms); a
             # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096). Two
-            # programs per SM overlap it instead, with flattened loops (warp-specialized they ran 20-30% slower).
+            # programs per SM overlap it instead, with flattened loops (warp-specialized they ran 29-34% slower).
             "warp_specialize": not graph.plain and programs_per_sm == 1,
             "tma_programs_per_sm": programs_per_sm,
             # An epilogue's tile is stored by TMA in halves, through half the staging buffer.

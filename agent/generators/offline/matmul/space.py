@@ -42,8 +42,8 @@ SHORT_K_TILES = {"tile": ((128, 128, 64, 4, 3), 512), "work": ((128, 128, 64, 8,
 # fit beside two operand rings) run one's epilogue under the other's product, where one warp-specialized 128x256
 # program per SM runs them in turn. gelu(linear) on an H100, [M, K] x [4K, K], 128x256 warp-specialized against
 # this: T5-small (M 8192, K 512) 0.0631 -> 0.0541 ms, DeiT-Small at 128 images (25216, 384) 0.1216 -> 0.1047,
-# BERT-base (8192, 768) 0.1089 -> 0.0940, BERT-large (8192, 1024) 0.1612 -> 0.1468; warp-specialized with two
-# programs per SM 20-30% slower than one.
+# BERT-base (8192, 768) 0.1089 -> 0.0940, BERT-large (8192, 1024) 0.1612 -> 0.1468; warp-specialized, two
+# programs per SM ran 29-34% slower than flattened (DeiT-Tiny, DeiT-Small by TMA).
 SHORT_K_TMA_MAX_K = 1024
 # What the product's epilogue does: nothing but a cast (""), read a whole output tile, or other work (a bias, an
 # activation, a scale).
