@@ -56,7 +56,7 @@ SPECS = [
     # A rank-256 GELU projection, and a plain product of 2^32 FLOPs: where the host's launch time shows.
     "F.gelu(F.linear(x, w, b)) x [8192, 256] w [1024, 256] b [1024] fp16",
     "C = A @ B, A [2048, 1024] fp16, B [1024, 1024] fp16",
-    # DeiT-Small's up-projection at 128 images: a short K over 2^34 FLOPs (the persistent TMA kernel, descriptors made on the host).
+    # DeiT-Small's up-projection at 128 images: a short K over 2^34 FLOPs (the TMA kernel, host-made descriptors).
     "F.gelu(F.linear(x, w, b)) x [25216, 384] w [1536, 384] b [1536] fp16",
 ]
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)

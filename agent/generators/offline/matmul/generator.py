@@ -28,13 +28,13 @@ from agent.spec import OpSpec
 
 from .graph import MatmulGraph, NotMatmulLowerable, matmul_graph
 from .space import (
+    SHORT_K_TILES,
     TMA_HOST_DESCRIPTORS_MIN_FLOPS_LOG2,
     TMA_MIN_FLOPS_LOG2,
     Epilogue,
     ProductFacts,
     default_product_config,
     product_space,
-    tma_programs_per_sm,
 )
 
 # The interpreter runs each tl.dot through numpy, one program after another: cases up to this many output
@@ -45,7 +45,7 @@ _SMOKE_MAX_ELEMENTS = 1 << 16
 
 # The wrapper's thresholds that choose the kernel and its split (module constants of the generated file).
 _POLICY = ("MAX_SPLIT_K", "SPLIT_MIN_STEPS", "PAD_MIN_FLOPS", "PAD_ROWS", "PAD_COLS")
-_TMA_POLICY = ("TMA_MIN_FLOPS", "TMA_HOST_DESCRIPTORS_MIN_FLOPS", "TMA_PROGRAMS_PER_SM")
+_TMA_POLICY = ("TMA_MIN_FLOPS", "TMA_HOST_DESCRIPTORS_MIN_FLOPS")
 
 
 class MatmulGenerator:
@@ -108,8 +108,8 @@ class MatmulGenerator:
         positive = sorted(positive_inputs(spec.expr) & set(names))
         smoke = small_case(spec, _SMOKE_MAX_ELEMENTS)
         a_rank = len(spec.shape_cases()[0][graph.a.name])
-        tma = not any(e.kind == "tile" for e in graph.epilogue_inputs)
-        programs_per_sm = tma_programs_per_sm(config, epilogue_kind(graph))
+        epilogue = epilogue_kind(graph)
+        tma = epilogue != "tile"
         return {
             "op": spec.name,
             "output": spec.output,
@@ -135,12 +135,13 @@ class MatmulGenerator:
             "tma_host_descriptors_min_flops_log2": TMA_HOST_DESCRIPTORS_MIN_FLOPS_LOG2,
             # An epilogue with work (loads, an activation) overlaps the next tile's product when the persistent loop
             # is warp-specialized (H200, gelu(linear) [8192, 1024] x [4096, 1024]ᵀ fp16: 0.171 -> 0.159 ms); a
-            # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096). Two
-            # programs per SM overlap it instead, with flattened loops (warp-specialized they ran 29-34% slower).
-            "warp_specialize": not graph.plain and programs_per_sm == 1,
-            "tma_programs_per_sm": programs_per_sm,
-            # An epilogue's tile is stored by TMA in halves, through half the staging buffer.
-            "tma_halves": not graph.plain or programs_per_sm == 2,
+            # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096).
+            "warp_specialize": not graph.plain,
+            # Two programs per SM overlap it instead where the module's tile is the short-K one (decided at run time
+            # from the tile constants, as a search sets them), with flattened loops (warp-specialized two per SM ran
+            # 28-38% slower). Such an epilogue's tile is stored by TMA in halves, through half the staging buffer.
+            "two_programs_tile": SHORT_K_TILES["work"][0] if epilogue == "work" else None,
+            "tma_halves": epilogue == "work",
             "params": spec.params,
             "out_dtype": output_dtype(spec),
             "signature": signature(spec),
@@ -152,7 +153,8 @@ class MatmulGenerator:
             "params_tuple": tuple_literal([f"float({p.name})" for p in spec.params]),
             # What a launch plan and the tile sizing depend on besides the inputs: the launch constants (a search
             # sets them between calls) and the file's other thresholds, so an edit to any is never served a stale plan.
-            "launch_constants": [*config.constants(), *_POLICY, *(_TMA_POLICY if tma else ())],
+            "launch_constants": [*config.constants(), *_POLICY, *(_TMA_POLICY if tma else ()),
+                                 *(["TWO_PROGRAMS_TILE"] if epilogue == "work" else [])],
             "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive)}
                        for t in spec.inputs],
             "torch_statements": to_statements(spec.expr, spec.output),

@@ -34,7 +34,11 @@ RESERVED = frozenset({"M", "N", "K", "pid", "batch", "offs_m", "offs_n", "offs_k
                       "functools", "os", "PLANS", "MAX_PLANS", "LaunchPlan", "MAX_BATCH", "DEVICE", "TMA_MIN_FLOPS",
                       "PAD_MIN_FLOPS",
                       "MAX_SPLIT_K", "SPLIT_MIN_STEPS", "PAD_ROWS", "PAD_COLS", "MIN_TILE", "BLOCK_M", "BLOCK_N",
-                      "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "TensorDescriptor"})
+                      "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "TensorDescriptor",
+                      # the TMA kernel's arguments and plan_launch's TMA names
+                      "a_stride", "b_stride", "DEVICE_DESCRIPTORS", "WARP_SPECIALIZE", "TMA_HOST_DESCRIPTORS_MIN_FLOPS",
+                      "TWO_PROGRAMS_TILE", "flops", "device_descriptors", "sizes", "per_sm", "descriptor_scratch",
+                      "DESCRIPTOR_SCRATCH"})
 # Batched products take one batch dim: [batch, M, K] @ [batch, K, N] (either side may be 2-D).
 MAX_RANK = 3
 

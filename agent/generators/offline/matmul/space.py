@@ -43,7 +43,7 @@ SHORT_K_TILES = {"tile": ((128, 128, 64, 4, 3), 512), "work": ((128, 128, 64, 8,
 # program per SM runs them in turn. gelu(linear) on an H100, [M, K] x [4K, K], 128x256 warp-specialized against
 # this: T5-small (M 8192, K 512) 0.0631 -> 0.0541 ms, DeiT-Small at 128 images (25216, 384) 0.1216 -> 0.1047,
 # BERT-base (8192, 768) 0.1089 -> 0.0940, BERT-large (8192, 1024) 0.1612 -> 0.1468; warp-specialized, two
-# programs per SM ran 29-34% slower than flattened (DeiT-Tiny, DeiT-Small by TMA).
+# programs per SM ran 28-38% slower than flattened (DeiT-Tiny, DeiT-Small by TMA).
 SHORT_K_TMA_MAX_K = 1024
 # What the product's epilogue does: nothing but a cast (""), read a whole output tile, or other work (a bias, an
 # activation, a scale).
@@ -106,12 +106,6 @@ def default_product_config(facts: ProductFacts, weigh_waves: bool = False, epilo
         return math.ceil(tiles(rung, facts) / facts.multiprocessors) * rung.block_m * rung.block_size / HALF_RATES[i]
 
     return rungs[min(filling, key=cost)]
-
-
-def tma_programs_per_sm(config: LaunchConfig, epilogue: Epilogue) -> int:
-    """Return how many persistent TMA programs share an SM: two for the short-K "work" tile, else one."""
-    tile = (config.block_m, config.block_size, config.block_k, config.num_warps, config.num_stages)
-    return 2 if epilogue == "work" and tile == SHORT_K_TILES["work"][0] else 1
 
 
 def _rung(tile: tuple[int, int, int, int, int], facts: ProductFacts) -> LaunchConfig:

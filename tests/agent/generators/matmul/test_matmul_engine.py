@@ -1,7 +1,6 @@
 """The matmul engine: what it takes and refuses, its kernels against PyTorch in the interpreter, its tiles."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,19 +174,22 @@ def test_an_activation_over_a_short_k_takes_two_8_warp_programs_per_sm() -> None
 
 def test_the_short_k_tile_runs_two_flattened_tma_programs_per_sm_and_others_one(tmp_path: Path) -> None:
     spec = read_spec("F.gelu(F.linear(x, w, b)) x [8192, 512] w [2048, 512] b [2048] fp16")
-    files = GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100))
-    source = files.files["linear_gelu_triton.py"]
-    assert "TMA_PROGRAMS_PER_SM = 2" in source and "warp_specialize" not in source
-    module = load_triton_module(files, tmp_path)
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
+    module.multiprocessor_count = lambda device: 2  # two SMs
     tma = module.linear_gelu_kernel_tma = Recorder(module.linear_gelu_kernel_tma)
-    # Six 128x128 tiles walked by two programs per core of the interpreter's machine, stored in halves.
     x, w, b = torch.randn(300, 64).half(), torch.randn(200, 64).half(), torch.randn(200).half()
-    close(module.linear_gelu(x, w, b), F.gelu(F.linear(x.double(), w.double(), b.double())), 64)
-    assert tma.grids == [(min(6, 2 * (os.cpu_count() or 4)), 1, 1)]
-    # The ladder's 128x256 keeps one warp-specialized program per SM.
-    spec = read_spec("F.gelu(F.linear(x, w, b)) x [8192, 4096] w [4096, 4096] b [4096] fp16")
-    source = GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)).files["linear_gelu_triton.py"]
-    assert "TMA_PROGRAMS_PER_SM = 1" in source and "warp_specialize=True" in source
+    reference = F.gelu(F.linear(x.double(), w.double(), b.double()))
+    # Six 128x128 tiles for four programs (two per SM), the loops flattened, each tile stored in halves.
+    close(module.linear_gelu(x, w, b), reference, 64)
+    plan = list(module.PLANS.values())[-1]
+    assert tma.grids == [(4, 1, 1)] and plan.constants["WARP_SPECIALIZE"] is False
+    assert plan.tma[2][2] == [128, 64]
+    # The rule reads the module's tile at run time, as a search sets it: any other tile runs one program per SM,
+    # warp-specialized.
+    module.NUM_STAGES = 4
+    close(module.linear_gelu(x, w, b), reference, 64)
+    plan = list(module.PLANS.values())[-1]
+    assert tma.grids[-1] == (2, 1, 1) and plan.constants["WARP_SPECIALIZE"] is True
 
 
 def test_the_search_space_keeps_only_tiles_that_fit_and_says_what_it_dropped() -> None:
@@ -271,7 +273,6 @@ def test_tma_descriptors_are_made_in_the_kernel_for_small_products_and_on_the_ho
     # On a GPU the FLOPs decide (TMA_HOST_DESCRIPTORS_MIN_FLOPS); the interpreter checks both ways by dtype.
     spec = read_spec("out = x @ w.T + bias, x [50, 64] w [32, 64] bias [32] fp16")
     module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "tiled", H100)), tmp_path)
-    assert module.TMA_MIN_FLOPS < module.TMA_HOST_DESCRIPTORS_MIN_FLOPS
     tma = module.transpose_matmul_kernel_tma = Recorder(module.transpose_matmul_kernel_tma)
     for dtype, in_kernel in ((torch.float16, True), (torch.float32, False)):
         x, w, b = (torch.randn(shape).to(dtype) for shape in ((64, 48), (40, 48), (40,)))
