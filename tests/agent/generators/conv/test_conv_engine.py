@@ -81,6 +81,19 @@ def test_the_implicit_gemm_sizes_drive_the_tile() -> None:
     assert (facts.m, facts.n, facts.k) == (8 * 56 * 56, 64, 64 * 9)
     config = GENERATOR.default_config(spec, "tiled", H100)
     assert config.block_size == 64  # 64 output channels: no tile wider than the matrix
+    assert config.block_k == 64
+
+
+def test_a_64_wide_tile_over_many_input_channels_takes_128_a_step() -> None:
+    # ResNet-50's last 3x3 layer: 1568 pixels x 512 channels in 64x64 tiles, 4608 deep.
+    spec = read_spec("relu(conv2d(x, weight, bias, padding=1)), x [32, 512, 7, 7] bf16, weight [512, 512, 3, 3], "
+                     "bias [512]")
+    config = GENERATOR.default_config(spec, "tiled", H100)
+    assert (config.block_m, config.block_size, config.block_k, config.num_stages) == (64, 64, 128, 3)
+    # Under 256 channels a step of 128 would be most of a tap, or past it: 64 stays.
+    spec = read_spec("relu(conv2d(x, weight, bias, padding=1)), x [32, 128, 7, 7] bf16, weight [512, 128, 3, 3], "
+                     "bias [512]")
+    assert GENERATOR.default_config(spec, "tiled", H100).block_k == 64
 
 
 def test_a_convolution_job_is_verified_offline(tmp_path: Path) -> None:
