@@ -30,9 +30,9 @@ from .graph import ConvGraph, NotConvLowerable, conv_graph
 
 # The interpreter gathers every patch element by element: cases up to this many output elements are checked there.
 INTERPRETER_MAX_ELEMENTS = 1 << 14
-# From this many input channels a 64x64 tile takes 128 of them a step, in 3 stages (the same 96 KB ring): fewer,
-# longer steps over a deep shared dim (H100, relu(conv2d) 3x3 [32, 512, 7, 7] bf16: 0.0740 -> 0.0655 ms, x0.71 ->
-# x0.80 cuDNN; 32x64 tiles with 128 a step 0.0696; H200, 32x64x128 10% ahead of 64x64x64).
+# From this many input channels, a multiple of 128 (no part-empty step), a 64x64 tile takes 128 of them a step in
+# 3 stages (a 96 KB ring; 64 KB before): fewer, longer steps over a deep shared dim (H100, relu(conv2d) 3x3
+# [32, 512, 7, 7] bf16: 0.0740 -> 0.0655 ms, x0.71 -> x0.80 cuDNN; H200 0.0749 -> 0.0642, x0.71 -> x0.83).
 DEEP_CHANNELS = 256
 # Odd cases: (images, input channels, height, width, output channels) around the spec's kernel.
 _EDGE_SIZES = ((1, 1, 0, 0, 1), (2, 3, 2, 4, 5), (1, 5, 6, 3, 17))
@@ -83,7 +83,7 @@ class ConvGenerator:
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the matmul engine's tile for the implicit GEMM's sizes, deeper over many channels."""
         config = default_product_config(conv_facts(spec, device))
-        if (config.block_m, config.block_size, config.block_k) == (64, 64, 64) and conv_channels(spec) >= DEEP_CHANNELS:
+        if (config.block_m, config.block_size, config.block_k) == (64, 64, 64) and deep_channels(spec):
             return config.model_copy(update={"block_k": 128, "num_stages": 3})
         return config
 
@@ -142,10 +142,11 @@ class ConvGenerator:
         }
 
 
-def conv_channels(spec: OpSpec) -> int:
-    """Return the fewest input channels a group of the spec's cases has (one kernel tap's share of the shared dim)."""
+def deep_channels(spec: OpSpec) -> bool:
+    """Tell whether every case has at least DEEP_CHANNELS input channels, in whole steps of 128."""
     graph = conv_graph(spec)
-    return min(case[graph.w][1] for case in spec.shape_cases())
+    channels = [case[graph.w][1] for case in spec.shape_cases()]
+    return all(c >= DEEP_CHANNELS and c % 128 == 0 for c in channels)
 
 
 def conv_facts(spec: OpSpec, device: DeviceInfo | None = None) -> ProductFacts:

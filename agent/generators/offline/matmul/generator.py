@@ -133,13 +133,15 @@ class MatmulGenerator:
             "tma": tma,
             "tma_min_flops_log2": TMA_MIN_FLOPS_LOG2,
             "tma_host_descriptors_min_flops_log2": TMA_HOST_DESCRIPTORS_MIN_FLOPS_LOG2,
-            # An epilogue with work (loads, an activation) overlaps the next tile's product when the persistent loop
-            # is warp-specialized (H200, gelu(linear) [8192, 1024] x [4096, 1024]ᵀ fp16: 0.171 -> 0.159 ms); a
-            # plain product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096).
+            # An epilogue that reads an input (a bias) overlaps the next tile's product when the persistent loop is
+            # warp-specialized (H200, gelu(linear) [8192, 1024] x [4096, 1024]ᵀ fp16: 0.171 -> 0.159 ms); a plain
+            # product gains nothing measurable from it (within 3% at 4096³ and 8192x8192x4096). One without inputs
+            # (gelu(x @ w)) keeps the flattened loop: untimed warp-specialized.
             "warp_specialize": not graph.plain,
             # Two programs per SM overlap it instead where the module's tile is the short-K one (decided at run time
             # from the tile constants, as a search sets them), with flattened loops (warp-specialized two per SM ran
-            # 28-38% slower). Such an epilogue's tile is stored by TMA in halves, through half the staging buffer.
+            # 28-38% slower). Any epilogue with work stores its tile by TMA in halves, through half the staging
+            # buffer (needed for two per SM; one per SM, timed only where warp-specialized, it gained 1-5%).
             "two_programs_tile": SHORT_K_TILES["work"][0] if epilogue == "work" else None,
             "tma_halves": epilogue == "work",
             "params": spec.params,

@@ -90,10 +90,12 @@ def test_a_64_wide_tile_over_many_input_channels_takes_128_a_step() -> None:
                      "bias [512]")
     config = GENERATOR.default_config(spec, "tiled", H100)
     assert (config.block_m, config.block_size, config.block_k, config.num_stages) == (64, 64, 128, 3)
-    # Under 256 channels a step of 128 would be most of a tap, or past it: 64 stays.
-    spec = read_spec("relu(conv2d(x, weight, bias, padding=1)), x [32, 128, 7, 7] bf16, weight [512, 128, 3, 3], "
-                     "bias [512]")
-    assert GENERATOR.default_config(spec, "tiled", H100).block_k == 64
+    # Under 256 channels, or a count that leaves a step part-empty (320 = 2.5 x 128), 64 stays.
+    for channels in (128, 320):
+        spec = read_spec(f"relu(conv2d(x, weight, bias, padding=1)), x [32, {channels}, 7, 7] bf16, "
+                         f"weight [512, {channels}, 3, 3], bias [512]")
+        config = GENERATOR.default_config(spec, "tiled", H100)
+        assert (config.block_m, config.block_size, config.block_k) == (64, 64, 64)
 
 
 def test_a_convolution_job_is_verified_offline(tmp_path: Path) -> None:
