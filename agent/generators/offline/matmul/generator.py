@@ -140,10 +140,10 @@ class MatmulGenerator:
             "warp_specialize": not graph.plain,
             # Two programs per SM overlap it instead where the module's tile is the short-K one (decided at run time
             # from the tile constants, as a search sets them), with flattened loops (warp-specialized two per SM ran
-            # 28-38% slower). Any epilogue with work stores its tile by TMA in halves, through half the staging
-            # buffer (needed for two per SM; one per SM, timed only where warp-specialized, it gained 1-5%).
+            # 28-38% slower). Any epilogue with work (any file with this tile) stores its tile by TMA in halves,
+            # through half the staging buffer (needed for two per SM; one per SM, timed only where warp-specialized,
+            # it gained 1-5%).
             "two_programs_tile": SHORT_K_TILES["work"][0] if epilogue == "work" else None,
-            "tma_halves": epilogue == "work",
             "params": spec.params,
             "out_dtype": output_dtype(spec),
             "signature": signature(spec),
