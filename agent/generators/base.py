@@ -32,9 +32,10 @@ SCHEDULE_NOTES: dict[str, str] = {
     "tiled": "one BLOCK_M x BLOCK_N output tile per program, accumulated in float32 over BLOCK_K steps of the "
              "shared dim (NUM_STAGES-deep software pipeline), tiles visited in groups of GROUP_M rows of tiles so "
              "neighbouring programs share operand tiles in L2; the epilogue runs on the tile before its one store",
-    "flash": "BLOCK_M queries of one (batch, head) per program, walking the keys BLOCK_N at a time with a running "
-             "max and sum (online softmax, FlashAttention's forward): the scores never reach memory; causal blocks "
-             "past the diagonal are skipped",
+    "flash": "BLOCK_M queries of one (batch, head) a tile, walking the keys BLOCK_N at a time with a running max "
+             "and sum (online softmax, FlashAttention's forward): the scores never reach memory; causal blocks past "
+             "the diagonal are skipped; a program that fills its SM's shared memory (not causal) takes tile after "
+             "tile",
 }
 
 

@@ -63,6 +63,40 @@ def test_blocks_before_the_diagonal_run_unmasked_and_the_diagonal_and_ragged_blo
             torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_programs_fewer_than_tiles_take_tile_after_tile(causal: bool, tmp_path: Path) -> None:
+    # 24 tiles (6 heads x 4 query blocks) over 5 programs: some take five tiles, some four; every output row is
+    # written once and matches.
+    text = "causal attention, q k v [2, 3, 64, 32] fp32" if causal else \
+        "F.scaled_dot_product_attention(q, k, v) q k v [2, 3, 64, 32] fp32"
+    spec = read_spec(text)
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    module.BLOCK_M, module.BLOCK_N = 16, 16
+    module.multiprocessor_count = lambda device: 5
+    q, k, v = (torch.randn(2, 3, 61, 32) for _ in range(3))
+    assert module.launch_sizes(61, 32, 32, 6, 4, 5, (16, 16, 0))[-1] == (5,)
+    want = reference(q, k, v, is_causal=causal)
+    torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize(("text", "persistent"), [
+    ("F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 128] bf16", True),
+    ("F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 64] bf16", False),
+    ("causal attention, q k v [8, 16, 2048, 128] bf16", False),
+])
+def test_on_a_gpu_only_programs_that_fill_an_sm_stay_for_more_tiles(text: str, persistent: bool,
+                                                                      tmp_path: Path) -> None:
+    # Head dim 128's 128 x 128 tiles with a 3-deep key and value ring fill an SM's shared memory: one program per
+    # SM walks the 2048 tiles. Head dim 64's share an SM, and causal tiles differ in length: a program a tile.
+    spec = read_spec(text)
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    module.DEVICE = "cuda"
+    *_, n_tiles, grid = module.launch_sizes(2048, spec.shape_cases()[0]["q"][-1], spec.shape_cases()[0]["q"][-1],
+                                            128, 2, 132, ("on a GPU",))
+    assert n_tiles == 128 * 2048 // module.BLOCK_M
+    assert grid == ((132,) if persistent else (n_tiles,))
+
+
 class Recorder:
     """Stand in for a kernel: record each launch's keyword arguments and launch the real one."""
 
