@@ -11,6 +11,9 @@ from agent.analysis import BYTES_PER_ELEMENT, Analysis
 from agent.diagnosis import NEAR_ROOFLINE_PCT, ROW_SCHEDULES, PatternHint, search_key, switch_key
 from agent.documents import shown_shapes
 from agent.generators.base import SCHEDULE_NOTES, Generator, LaunchConfig
+from agent.generators.offline.attention.generator import attention_facts
+from agent.generators.offline.attention.graph import attention_graph
+from agent.generators.offline.attention.space import walks_tiles
 from agent.generators.offline.render import next_pow2
 from agent.generators.offline.rows.expander import NotRowLowerable, RowGraph
 from agent.generators.offline.rows.generator import RowGenerator, launched_on
@@ -124,9 +127,12 @@ def tiled_launch(spec: OpSpec, shapes: dict[str, list[int]], config: LaunchConfi
         block_n = min(config.block_size, max(16, next_pow2(n)))
         return math.ceil(m / block_m) * math.ceil(n / block_n) * batch, block_m * block_n
     if config.schedule == "flash":
-        # One program per BLOCK_M queries of each (batch, head).
+        # A tile is BLOCK_M queries of one (batch, head): a program each, or one per SM walking them.
         block_m = min(config.block_m, max(16, next_pow2(out_shape[-2])))
-        return math.ceil(out_shape[-2] / block_m) * math.prod(out_shape[:-2]), block_m * out_shape[-1]
+        tiles = math.ceil(out_shape[-2] / block_m) * math.prod(out_shape[:-2])
+        if sms and walks_tiles(config, attention_facts(spec), block_m, attention_graph(spec).causal):
+            tiles = min(tiles, sms)
+        return tiles, block_m * out_shape[-1]
     if config.schedule == "rows":
         # A short last dimension gets narrower, taller tiles of the same size.
         n_cols = out_shape[-1] if out_shape else 1

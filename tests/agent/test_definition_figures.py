@@ -54,3 +54,22 @@ def test_programs_per_case_match_the_generated_wrapper(text: str, config: Launch
     [grid] = launches.grids
     [row] = launch_geometry(spec, config, CPU).rows
     assert row.programs == math.prod(grid)
+
+
+@pytest.mark.parametrize("text", [
+    "F.scaled_dot_product_attention(q, k, v) q k v [1, 16, 2048, 128] bf16",  # one program per SM walks tiles
+    "F.scaled_dot_product_attention(q, k, v) q k v [1, 16, 2048, 64] bf16",  # a program a tile
+    "causal attention, q k v [1, 16, 2048, 128] bf16",  # a program a tile
+])
+def test_attention_programs_on_a_gpu_match_the_generated_wrapper(text: str, tmp_path: Path) -> None:
+    h100 = DeviceInfo(kind="cuda", name="NVIDIA H100", multiprocessors=132)
+    generator, spec = OfflineGenerator(), read_spec(text)
+    config = generator.default_config(spec, "flash", h100)
+    module = load_triton_module(generator.generate(spec, config), tmp_path)
+    module.DEVICE, module.multiprocessor_count = "cuda", lambda device: 132  # the wrapper's GPU rule, not run
+    launches = _Launches()
+    setattr(module, f"{spec.name}_kernel", launches)
+    module.__dict__[spec.name](*(torch.zeros(spec.shape_cases()[0]["q"], dtype=torch.bfloat16) for _ in range(3)))
+    [grid] = launches.grids
+    [row] = launch_geometry(spec, config, h100).rows
+    assert row.programs == math.prod(grid)

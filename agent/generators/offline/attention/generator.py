@@ -128,10 +128,13 @@ class AttentionGenerator:
 
 
 def attention_facts(spec: OpSpec) -> AttentionFacts:
-    """Gather the largest case's query count and head dims, and the narrowest element width."""
+    """Gather the largest case's query count and head dims, the narrowest element width, the mask's widest."""
     graph = attention_graph(spec)
     cases = spec.shape_cases()
     largest = max(cases, key=lambda c: math.prod(c[graph.q]))
     itemsize = min(2 if case[graph.q] in ("float16", "bfloat16") else 4 for case in spec.dtype_cases())
+    # The mask's tiles share the key ring's shared memory: count its widest type.
+    mask_itemsize = max(2 if case[graph.mask] in ("float16", "bfloat16") else 4
+                        for case in spec.dtype_cases()) if graph.mask else 0
     return AttentionFacts(n_queries=largest[graph.q][-2], head_d=largest[graph.q][-1],
-                          head_dv=largest[graph.v][-1], itemsize=itemsize)
+                          head_dv=largest[graph.v][-1], itemsize=itemsize, mask_itemsize=mask_itemsize)

@@ -22,22 +22,28 @@ VALUES_PER_THREAD = 192
 
 @dataclass(frozen=True)
 class AttentionFacts:
-    """What pruning needs: the largest case's query count, head dims, element width."""
+    """What pruning needs: the largest case's query count, head dims, element width, the mask's (0: no mask)."""
 
     n_queries: int
     head_d: int
     head_dv: int
     itemsize: int
+    mask_itemsize: int = 0
 
 
 def default_attention_config(facts: AttentionFacts) -> LaunchConfig:
     """Return the usual best blocks: 128 queries, 3 stages; from head dim 128 8 warps and 128 keys, else 4 and 64."""
     if facts.itemsize == 4:
         return LaunchConfig(schedule="flash", block_m=64, block_size=32, num_warps=4, num_stages=2)
-    # 128 keys a block gained 4-7% over 64 with K and V moved by TMA (H200, head dim 128, 2026-11-27).
+    # 128 keys a block gained 4-7% over 64 with K and V moved by TMA (H200, head dim 128, 2026-11-27). A mask's
+    # tiles take shared memory too: then the first that fits of 64 keys a block, 2 stages, 64 queries.
     if max(facts.head_d, facts.head_dv) >= 128:
-        return LaunchConfig(schedule="flash", block_m=128, block_size=128, num_warps=8, num_stages=3)
-    return LaunchConfig(schedule="flash", block_m=128, block_size=64, num_warps=4, num_stages=3)
+        choices = [(128, 128, 8, 3), (128, 64, 8, 3), (128, 64, 8, 2), (64, 64, 4, 2)]
+    else:
+        choices = [(128, 64, 4, 3), (128, 64, 4, 2), (64, 64, 4, 2)]
+    configs = [LaunchConfig(schedule="flash", block_m=m, block_size=n, num_warps=w, num_stages=s)
+               for m, n, w, s in choices]
+    return next((c for c in configs if shared_bytes(c, facts) <= SHARED_BYTES), configs[-1])
 
 
 def attention_space(facts: AttentionFacts, preferred: Sequence[LaunchConfig] = ()) -> Space:
@@ -48,12 +54,27 @@ def attention_space(facts: AttentionFacts, preferred: Sequence[LaunchConfig] = (
                   lambda c: (-c.block_m, abs(c.block_size - 64), abs(c.num_stages - 3), c.num_warps), preferred)
 
 
-def drop_reason(config: LaunchConfig, facts: AttentionFacts) -> str | None:
-    """Say why a configuration is not worth a run (None to keep it)."""
+def shared_bytes(config: LaunchConfig, facts: AttentionFacts) -> int:
+    """Estimate one program's shared memory: the query tile, the key and value ring, and a mask tile a stage."""
     head_d, head_dv = next_pow2(max(16, facts.head_d)), next_pow2(max(16, facts.head_dv))
     ring = config.num_stages * config.block_size * (head_d + head_dv) * facts.itemsize
-    if ring + config.block_m * head_d * facts.itemsize > SHARED_BYTES:
-        return "key and value ring over shared memory"
+    mask_tiles = config.num_stages * config.block_m * config.block_size * facts.mask_itemsize
+    return ring + config.block_m * head_d * facts.itemsize + mask_tiles
+
+
+def walks_tiles(config: LaunchConfig, facts: AttentionFacts, block_m: int, causal: bool) -> bool:
+    """Say whether the wrapper starts one program per SM that walks the tiles (as its launch_sizes decides)."""
+    # Mirrors the generated file: not causal, and a program's query tile and key and value ring over half the SM.
+    head_d, head_dv = next_pow2(max(16, facts.head_d)), next_pow2(max(16, facts.head_dv))
+    ring = (config.num_stages * config.block_size * (head_d + head_dv) + block_m * head_d) * facts.itemsize
+    return not causal and 2 * ring > SHARED_BYTES
+
+
+def drop_reason(config: LaunchConfig, facts: AttentionFacts) -> str | None:
+    """Say why a configuration is not worth a run (None to keep it)."""
+    head_dv = next_pow2(max(16, facts.head_dv))
+    if shared_bytes(config, facts) > SHARED_BYTES:
+        return "key and value ring over shared memory" + (" with the mask's tiles" if facts.mask_itemsize else "")
     threads = config.num_warps * 32
     if config.block_m * (config.block_size + head_dv) / threads > VALUES_PER_THREAD:
         return "scores and accumulator over the register budget"

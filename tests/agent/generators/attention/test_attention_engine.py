@@ -63,6 +63,20 @@ def test_blocks_before_the_diagonal_run_unmasked_and_the_diagonal_and_ragged_blo
             torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
 
 
+class Recorder:
+    """Stand in for a kernel: record each launch's grid and TMA flag, and launch the real one (unless told not to)."""
+
+    def __init__(self, kernel, launch: bool = True) -> None:  # noqa: ANN001
+        self.kernel, self.launch, self.tma, self.grids = kernel, launch, [], []
+
+    def __getitem__(self, grid):  # noqa: ANN001, ANN204
+        def launch(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self.tma.append(kwargs["TMA"])
+            self.grids.append(grid)
+            return self.kernel[grid](*args, **kwargs) if self.launch else None
+        return launch
+
+
 @pytest.mark.parametrize("causal", [True, False])
 def test_programs_fewer_than_tiles_take_tile_after_tile(causal: bool, tmp_path: Path) -> None:
     # 24 tiles (6 heads x 4 query blocks) over 5 programs: some take five tiles, some four; every output row is
@@ -73,41 +87,34 @@ def test_programs_fewer_than_tiles_take_tile_after_tile(causal: bool, tmp_path: 
     module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
     module.BLOCK_M, module.BLOCK_N = 16, 16
     module.multiprocessor_count = lambda device: 5
+    recorder = Recorder(getattr(module, f"{spec.name}_kernel"))
+    setattr(module, f"{spec.name}_kernel", recorder)
     q, k, v = (torch.randn(2, 3, 61, 32) for _ in range(3))
-    assert module.launch_sizes(61, 32, 32, 6, 4, 5, (16, 16, 0))[-1] == (5,)
     want = reference(q, k, v, is_causal=causal)
     torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
+    assert recorder.grids == [(5,)]
 
 
-@pytest.mark.parametrize(("text", "persistent"), [
-    ("F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 128] bf16", True),
-    ("F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 64] bf16", False),
-    ("causal attention, q k v [8, 16, 2048, 128] bf16", False),
-])
-def test_on_a_gpu_only_programs_that_fill_an_sm_stay_for_more_tiles(text: str, persistent: bool,
-                                                                      tmp_path: Path) -> None:
+@pytest.mark.parametrize(("text", "programs"), [
     # Head dim 128's 128 x 128 tiles with a 3-deep key and value ring fill an SM's shared memory: one program per
-    # SM walks the 2048 tiles. Head dim 64's share an SM, and causal tiles differ in length: a program a tile.
+    # SM walks the tiles. Head dim 64's share an SM, and causal tiles differ in length: a program a tile.
+    ("F.scaled_dot_product_attention(q, k, v) q k v [1, 2, 2048, 128] bf16", 7),
+    ("F.scaled_dot_product_attention(q, k, v) q k v [1, 2, 2048, 64] bf16", 32),
+    ("causal attention, q k v [1, 2, 2048, 128] bf16", 32),
+    # More tiles than one launch starts: the programs loop (before, more than 65535 heads were refused).
+    ("F.scaled_dot_product_attention(q, k, v) q k v [70000, 16, 16] fp32", 65535),
+])
+def test_on_a_gpu_only_programs_that_fill_an_sm_stay_for_more_tiles(text: str, programs: int,
+                                                                      tmp_path: Path) -> None:
     spec = read_spec(text)
     module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
-    module.DEVICE = "cuda"
-    *_, n_tiles, grid = module.launch_sizes(2048, spec.shape_cases()[0]["q"][-1], spec.shape_cases()[0]["q"][-1],
-                                            128, 2, 132, ("on a GPU",))
-    assert n_tiles == 128 * 2048 // module.BLOCK_M
-    assert grid == ((132,) if persistent else (n_tiles,))
-
-
-class Recorder:
-    """Stand in for a kernel: record each launch's keyword arguments and launch the real one."""
-
-    def __init__(self, kernel) -> None:  # noqa: ANN001
-        self.kernel, self.tma = kernel, []
-
-    def __getitem__(self, grid):  # noqa: ANN001, ANN204
-        def launch(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            self.tma.append(kwargs["TMA"])
-            return self.kernel[grid](*args, **kwargs)
-        return launch
+    module.DEVICE = "cuda"  # the wrapper's GPU rule, on tensors here; the kernel is recorded, not launched
+    module.multiprocessor_count = lambda device: 7
+    recorder = Recorder(getattr(module, f"{spec.name}_kernel"), launch=False)
+    setattr(module, f"{spec.name}_kernel", recorder)
+    shape, dtype = spec.shape_cases()[0]["q"], {"bf16": torch.bfloat16, "fp32": torch.float32}[text.split()[-1]]
+    getattr(module, spec.name)(*(torch.zeros(shape, dtype=dtype) for _ in range(3)))
+    assert recorder.grids == [(programs,)]
 
 
 @pytest.mark.parametrize("causal", [True, False])
