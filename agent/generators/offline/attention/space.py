@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.generators.base import LaunchConfig
 from agent.generators.offline.render import next_pow2
@@ -64,9 +64,9 @@ def shared_bytes(config: LaunchConfig, facts: AttentionFacts) -> int:
 
 def walks_tiles(config: LaunchConfig, facts: AttentionFacts, block_m: int, causal: bool) -> bool:
     """Say whether the wrapper starts one program per SM that walks the tiles (as its launch_sizes decides)."""
-    # Mirrors the generated file: not causal, and a program's query tile and key and value ring over half the SM.
-    head_d, head_dv = next_pow2(max(16, facts.head_d)), next_pow2(max(16, facts.head_dv))
-    ring = (config.num_stages * config.block_size * (head_d + head_dv) + block_m * head_d) * facts.itemsize
+    # Mirrors the generated file: not causal, and a program's query tile and key and value ring (the mask's tiles
+    # not counted) over half the SM, at the query block the wrapper clamps to.
+    ring = shared_bytes(config.model_copy(update={"block_m": block_m}), replace(facts, mask_itemsize=0))
     return not causal and 2 * ring > SHARED_BYTES
 
 

@@ -77,18 +77,24 @@ class Recorder:
         return launch
 
 
+def recorded(text: str, folder: Path, launch: bool = True):  # noqa: ANN201 - a generated module
+    """Load the spec's default kernel file with a Recorder in place of its kernel; return spec, module, recorder."""
+    spec = read_spec(text)
+    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), folder)
+    recorder = Recorder(getattr(module, f"{spec.name}_kernel"), launch)
+    setattr(module, f"{spec.name}_kernel", recorder)
+    return spec, module, recorder
+
+
 @pytest.mark.parametrize("causal", [True, False])
 def test_programs_fewer_than_tiles_take_tile_after_tile(causal: bool, tmp_path: Path) -> None:
     # 24 tiles (6 heads x 4 query blocks) over 5 programs: some take five tiles, some four; every output row is
     # written once and matches.
     text = "causal attention, q k v [2, 3, 64, 32] fp32" if causal else \
         "F.scaled_dot_product_attention(q, k, v) q k v [2, 3, 64, 32] fp32"
-    spec = read_spec(text)
-    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    spec, module, recorder = recorded(text, tmp_path)
     module.BLOCK_M, module.BLOCK_N = 16, 16
     module.multiprocessor_count = lambda device: 5
-    recorder = Recorder(getattr(module, f"{spec.name}_kernel"))
-    setattr(module, f"{spec.name}_kernel", recorder)
     q, k, v = (torch.randn(2, 3, 61, 32) for _ in range(3))
     want = reference(q, k, v, is_causal=causal)
     torch.testing.assert_close(getattr(module, spec.name)(q, k, v).double(), want, rtol=2e-4, atol=2e-4)
@@ -106,12 +112,9 @@ def test_programs_fewer_than_tiles_take_tile_after_tile(causal: bool, tmp_path: 
 ])
 def test_on_a_gpu_only_programs_that_fill_an_sm_stay_for_more_tiles(text: str, programs: int,
                                                                       tmp_path: Path) -> None:
-    spec = read_spec(text)
-    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    spec, module, recorder = recorded(text, tmp_path, launch=False)
     module.DEVICE = "cuda"  # the wrapper's GPU rule, on tensors here; the kernel is recorded, not launched
     module.multiprocessor_count = lambda device: 7
-    recorder = Recorder(getattr(module, f"{spec.name}_kernel"), launch=False)
-    setattr(module, f"{spec.name}_kernel", recorder)
     shape, dtype = spec.shape_cases()[0]["q"], {"bf16": torch.bfloat16, "fp32": torch.float32}[text.split()[-1]]
     getattr(module, spec.name)(*(torch.zeros(shape, dtype=dtype) for _ in range(3)))
     assert recorder.grids == [(programs,)]
@@ -122,12 +125,8 @@ def test_half_keys_and_values_of_power_of_two_head_dims_go_by_tma_descriptors(ca
     # Hopper moves the unmasked key blocks by TMA; the interpreter runs the descriptors too (float16 only).
     text = "causal attention, q k v [2, 3, 64, 32] fp16" if causal else \
         "F.scaled_dot_product_attention(q, k, v) q k v [2, 3, 64, 32] fp16"
-    spec = read_spec(text)
-    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    spec, module, recorder = recorded(text, tmp_path)
     module.BLOCK_M, module.BLOCK_N = 16, 16  # several unmasked key blocks before each diagonal
-    kernel = getattr(module, f"{spec.name}_kernel")
-    recorder = Recorder(kernel)
-    setattr(module, f"{spec.name}_kernel", recorder)
     for lq, lk, d, dtype in ((50, 50, 32, torch.float16), (37, 61, 64, torch.float16), (61, 37, 16, torch.float16),
                              (40, 40, 20, torch.float16), (40, 40, 32, torch.float32)):
         q, k, v = (torch.randn(2, 2, n, d).to(dtype) for n in (lq, lk, lk))
@@ -142,11 +141,8 @@ def test_a_triton_without_tensor_descriptors_reads_keys_by_pointers(tmp_path: Pa
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     # Triton before 3.4 (the package allows 3.2) and some backends have no `triton.tools.tensor_descriptor`.
     monkeypatch.setitem(sys.modules, "triton.tools.tensor_descriptor", None)  # its import now fails
-    spec = read_spec("causal attention, q k v [2, 3, 64, 32] fp16")
-    module = load_triton_module(GENERATOR.generate(spec, GENERATOR.default_config(spec, "flash", H100)), tmp_path)
+    _, module, recorder = recorded("causal attention, q k v [2, 3, 64, 32] fp16", tmp_path)
     assert module.TensorDescriptor is None
-    recorder = Recorder(module.attention_kernel)
-    module.attention_kernel = recorder
     q, k, v = (torch.randn(1, 2, 40, 32).half() for _ in range(3))
     want = reference(q, k, v, is_causal=True)
     torch.testing.assert_close(module.attention(q, k, v).double(), want, rtol=2e-2, atol=2e-2)
