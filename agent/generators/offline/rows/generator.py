@@ -33,7 +33,7 @@ from .emit import Layout, NotEmittable, shifted_store, stride_params, unwrapped_
 from .expand import NotRowLowerable, RowGraph, expand
 from .graph import topological
 from .helpers import ROW_HELPERS
-from .passes import emit_body, looped_passes
+from .passes import emit_body, looped_passes, reduction_levels
 from .space import (
     MAX_TILE_ELEMENTS,
     RowFacts,
@@ -42,6 +42,7 @@ from .space import (
     launched,
     row_programs,
     row_space,
+    streamed_norm_row,
 )
 from .split import emit_split, split_refusal
 
@@ -145,6 +146,8 @@ class RowGenerator:
         # A whole-row tile of 8192 for 5000 columns idles 39% of its lanes, yet reads the row once: with the rows'
         # alignment told to the compiler it is the faster (H100, softmax over 5000 fp16 columns: 0.063 ms whole
         # with 16 warps, 0.067 ms looped in 1024-element chunks; unaligned, 0.106 and 0.093 ms).
+        if streamed_norm_row(facts):
+            return ["looped_row", "whole_row"]
         if facts.passes == 1 and facts.n_reduce > _ONE_PASS_LOOPED_FROM and not facts.strided:
             # A row the looped schedule reads once is read once either way, with fewer registers in flight
             # (H100, cross-entropy over 32000 fp16 columns: 0.250 ms looped, 0.315-0.325 ms whole).
@@ -295,8 +298,10 @@ def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None,
         sizes.append((math.prod(padded) // max(1, reduce), reduce, math.prod(padded[graph.dims[-1] + 1:])))
     lanes, n_reduce, n_inner = max(sizes, key=lambda s: s[0] * s[1])
     itemsize = min(2 if d in ("float16", "bfloat16") else 4 for case in spec.dtype_cases() for d in case.values())
+    levels, online = reduction_levels(graph.root, graph.total)
     return RowFacts(
         n_reduce=n_reduce, n_lanes=lanes, itemsize=itemsize, strided=_layout(graph) == "strided",
         multiprocessors=(device.multiprocessors if device else 0) or REFERENCE_MULTIPROCESSORS,
         ascend=bool(device and device.kind == "npu"), passes=looped_passes(graph.root, graph.total), n_inner=n_inner,
+        levels=levels, online=online,
     )

@@ -121,6 +121,28 @@ def test_a_row_a_whole_tile_would_mostly_pad_is_read_once_and_its_looped_chunks_
     assert generator.schedules(read_spec("softmax over the last dim of x [8192, 4096] fp16"))[0] == "whole_row"
 
 
+@pytest.mark.parametrize(("text", "looped"), [
+    ("F.normalize(x, dim=-1) x [8192, 4096] fp32", True),
+    ("F.rms_norm(x, (4096,), w) x [8192, 4096] w [4096] fp32", True),
+    ("F.normalize(x, dim=-1) x [4096, 8192] fp32", True),
+    ("softmax over the last dim of x [8192, 4096] fp32", False),  # exponentials in the loop: slower looped
+    ("F.layer_norm(x, (4096,), w, b) x [8192, 4096] w [4096] b [4096] fp32", False),  # three passes
+    ("F.normalize(x, dim=-1) x [8192, 4096] bf16", False),  # half type
+    ("F.normalize(x, dim=-1) x [8192, 5000] fp32", False),  # 2048-element chunks would pad a fifth of the row
+    ("torch.var(x, dim=-1) x [8192, 4096] fp32", False),  # one value a row
+])
+def test_an_fp32_row_reduced_once_and_written_back_rereads_it_from_l2(text: str, looped: bool) -> None:
+    generator = OfflineGenerator()
+    spec = read_spec(text)
+    assert (generator.schedules(spec)[0] == "looped_row") == looped
+    if looped:
+        config = generator.default_config(spec, "looped_row", H100)
+        assert (config.block_size, config.num_warps) == (2048, 16)
+        kernel = generator.generate(spec, config).files[f"{spec.name}_triton.py"]
+        first, second = kernel.index('eviction_policy="evict_last"'), kernel.index('eviction_policy="evict_first"')
+        assert first < second  # the first pass keeps the row in L2 for the second
+
+
 @pytest.mark.parametrize(("text", "warps"), [
     ("torch.sum(x, dim=-1) x [8192, 4096] fp32", 16),  # reduced once, to one value a row
     ("F.normalize(x, dim=-1) x [8192, 4096] fp32", 16),  # reduced once, 4-byte elements
