@@ -119,8 +119,9 @@ def _apply(node: Node, args: list[str], lowered: Lowered) -> str:
     if node.op == "pow":
         return _power(node, args, lowered)
     template = spelling.pick(values)
-    lowered.helpers.extend(spelling.helpers)
-    for helper in spelling.helpers:
+    used = [helper for helper in spelling.helpers if f"{helper}(" in template]  # the chosen spelling's own
+    lowered.helpers.extend(used)
+    for helper in used:
         lowered.helpers.extend(HELPERS[helper].needs)
     return template.format(**values)
 

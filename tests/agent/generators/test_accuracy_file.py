@@ -31,7 +31,7 @@ def test_correct_kernel_passes_every_case(tmp_path: Path) -> None:
     ("original", "broken"),
     [
         ("mask = offsets < n_elements", "mask = offsets < n_elements - 1"),  # last element never written
-        ("out = 0.5 * t0", "out = 0.45 * t0"),  # wrong math
+        ("out = _gelu_erf(t0)", "out = 0.9 * _gelu_erf(t0)"),  # wrong math
         ("(offsets // bias_inner0) % bias_size0", "(offsets // bias_inner0) % (bias_size0 - 1)"),  # wrong broadcast
     ],
 )

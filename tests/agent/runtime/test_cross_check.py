@@ -38,8 +38,7 @@ def test_a_reference_file_that_computes_something_else_fails_against_the_spec(tm
     name = files.name_of("baseline")
     baseline = files.files[name].replace("out = F.gelu(x + bias)", "out = F.gelu(x) - bias")
     assert baseline != files.files[name]
-    kernel = _with_kernel(files, "out = 0.5 * t0 * (1.0 + tl.erf(t0 * 0.7071067811865476))",
-                          "out = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)) - bias")
+    kernel = _with_kernel(files, "out = _gelu_erf(t0)", "out = _gelu_erf(x) - bias")
     colluding = kernel.model_copy(update={"files": {**kernel.files, name: baseline}})
     result = cross_check(colluding, SPEC, tmp_path, device="cpu", timeout_s=TIMEOUT_S)
     assert result.result["status"] == "fail"
