@@ -33,6 +33,9 @@ SPECS = [
     "F.scaled_dot_product_attention(q, k, v) q k v [4, 16, 4096, 128] fp16",
     "causal attention, q k v [2, 16, 8192, 128] bf16",
     "F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 128] bf16",
+    # An additive mask of one [seq, seq] plane, shared by every batch and head.
+    "F.scaled_dot_product_attention(q, k, v, attn_mask=m) q k v [4, 16, 2048, 128] m [2048, 2048] fp16",
+    "F.scaled_dot_product_attention(q, k, v, attn_mask=m) q k v [4, 16, 4096, 64] m [4096, 4096] bf16",
     # ResNet-50's 3x3 convolutions at batch 32, with the bias and ReLU a fused kernel takes along.
     "relu(conv2d(x, weight, bias, padding=1)), x [32, 64, 56, 56] fp16, weight [64, 64, 3, 3], bias [64]",
     "relu(conv2d(x, weight, bias, padding=1)), x [32, 128, 28, 28] fp16, weight [128, 128, 3, 3], bias [128]",

@@ -2,7 +2,8 @@
 
     python scripts/bench_rows.py generate DIR [--match TEXT] (any machine: read each spec, or those holding TEXT,
                                                         and write the files per variant)
-    python scripts/bench_rows.py run DIR OUT [--variants] (the accelerator: the defaults, or else the variants)
+    python scripts/bench_rows.py run DIR OUT [--variants] [--gpus N] (the accelerator: the defaults, or else the
+        variants; with --gpus, N processes at a time, each alone on one of N GPUs of the host)
 
 `generate` writes DIR/<n>_<op>/<variant>/ with the four files: `default` (the schedule and configuration a job
 starts from, timed beside torch.compile), and with --variants the other schedule's default and the two
@@ -14,9 +15,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 SPECS = [
@@ -95,28 +99,59 @@ def generate(folder: Path, variants: bool) -> None:
             (out / "meta.json").write_text(json.dumps({"spec": text, "op": spec.name, "config": config.label()}))
 
 
-def run(folder: Path, out: Path) -> None:
-    """Time every variant in turn and print one row per spec (default) and the best variant."""
-    rows = []
-    for variant in sorted(p for p in folder.glob("*/*") if p.is_dir()):
-        if ("--variants" in sys.argv) == (variant.name == "default"):
-            continue  # one call times the defaults beside torch.compile, another the variants
-        meta = json.loads((variant / "meta.json").read_text())
-        result_file = out / f"{variant.parent.name}-{variant.name}.json"
-        args = [sys.executable, f"{meta['op']}_performance.py", "--json", str(result_file)]
-        if variant.name != "default":
-            args.append("--no-compile")
-        start = time.time()
-        done = subprocess.run(args, cwd=variant, capture_output=True, text=True, timeout=300)
-        (out / f"{variant.parent.name}-{variant.name}.log").write_text(done.stdout + done.stderr)
-        if not result_file.exists():
-            print(f"{variant}: no result ({done.returncode}): {(done.stdout + done.stderr)[-400:]}")
-            continue
-        result = json.loads(result_file.read_text())
-        for case in result.get("cases", []):
-            rows.append({"spec": meta["spec"], "variant": variant.name, "config": meta["config"],
-                         "seconds": round(time.time() - start, 1), "copy_gbs": result.get("copy_gbs"), **case})
-            print(json.dumps(rows[-1]), flush=True)  # as it goes: a run cut short still reports what it timed
+def cores_of(gpu: str | None, gpus: int) -> set[int] | None:
+    """Return this GPU's share of the host's cores: one process's torch.compile must not slow another's launches."""
+    if gpu is None:
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    share = max(1, len(cores) // gpus)
+    return set(cores[int(gpu) * share:(int(gpu) + 1) * share])
+
+
+def time_variant(variant: Path, parts: Path, gpu: str | None, cores: set[int] | None = None) -> tuple[list[dict], str]:
+    """Run one variant's performance file (on one GPU and its cores when given); return its rows and a failure note."""
+    meta = json.loads((variant / "meta.json").read_text())
+    result_file = parts / f"{variant.parent.name}-{variant.name}.json"
+    args = [sys.executable, f"{meta['op']}_performance.py", "--json", str(result_file)]
+    if variant.name != "default":
+        args.append("--no-compile")
+    env = dict(os.environ) if gpu is None else {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+    start = time.time()
+    done = subprocess.run(args, cwd=variant, capture_output=True, text=True, timeout=300, env=env,
+                          preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores))
+    if not result_file.exists():
+        return [], f"{variant}: no result ({done.returncode}): {(done.stdout + done.stderr)[-400:]}"
+    result = json.loads(result_file.read_text())
+    return [{"spec": meta["spec"], "variant": variant.name, "config": meta["config"], "gpu": gpu,
+             "seconds": round(time.time() - start, 1), "copy_gbs": result.get("copy_gbs"), **case}
+            for case in result.get("cases", [])], ""
+
+
+def run(folder: Path, out: Path, gpus: int) -> None:
+    """Time every variant, each alone on one of `gpus` GPUs, and print one row per spec (default) or variant."""
+    out.mkdir(parents=True, exist_ok=True)
+    parts = Path(tempfile.mkdtemp(prefix="bench_rows_"))
+    variants = [v for v in sorted(p for p in folder.glob("*/*") if p.is_dir())
+                # one call times the defaults beside torch.compile, another the variants
+                if ("--variants" in sys.argv) != (v.name == "default")]
+    free: queue.Queue[str | None] = queue.Queue()
+    for gpu in (range(gpus) if gpus > 1 else [None]):
+        free.put(None if gpu is None else str(gpu))
+
+    def on_a_free_gpu(variant: Path) -> list[dict]:
+        gpu = free.get()
+        try:
+            found, note = time_variant(variant, parts, gpu, cores_of(gpu, gpus))
+        finally:
+            free.put(gpu)
+        for row in found:
+            print(json.dumps(row), flush=True)  # as it goes: a run cut short still reports what it timed
+        if note:
+            print(note, flush=True)
+        return found
+
+    with ThreadPoolExecutor(max_workers=max(1, gpus)) as pool:
+        rows = [row for found in pool.map(on_a_free_gpu, variants) for row in found]
     (out / "rows.json").write_text(json.dumps(rows, indent=1))
     print(f"{'spec':58} {'variant':14} {'triton ms':>9} {'GB/s':>7} {'%copy':>6} {'x eager':>7} {'x compile':>9}")
     for row in rows:
@@ -135,4 +170,5 @@ if __name__ == "__main__":
         generate(Path(sys.argv[2]), "--variants" in sys.argv)
     else:
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
-        run(Path(sys.argv[2]), Path(sys.argv[3]))
+        gpus = int(sys.argv[sys.argv.index("--gpus") + 1]) if "--gpus" in sys.argv else 1
+        run(Path(sys.argv[2]), Path(sys.argv[3]), gpus)
