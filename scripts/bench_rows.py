@@ -105,7 +105,7 @@ def cores_of(gpu: str | None, gpus: int) -> set[int] | None:
         return None
     cores = sorted(os.sched_getaffinity(0))
     share = max(1, len(cores) // gpus)
-    return set(cores[int(gpu) * share:(int(gpu) + 1) * share])
+    return set(cores[int(gpu) * share:(int(gpu) + 1) * share]) or None
 
 
 def time_variant(variant: Path, parts: Path, gpu: str | None, cores: set[int] | None = None) -> tuple[list[dict], str]:
@@ -115,10 +115,17 @@ def time_variant(variant: Path, parts: Path, gpu: str | None, cores: set[int] | 
     args = [sys.executable, f"{meta['op']}_performance.py", "--json", str(result_file)]
     if variant.name != "default":
         args.append("--no-compile")
-    env = dict(os.environ) if gpu is None else {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+    env = dict(os.environ)
+    if gpu is not None:  # the gpu-th of the GPUs this process may use
+        visible = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+        env["CUDA_VISIBLE_DEVICES"] = visible[int(gpu)] if int(gpu) < len(visible) else gpu
+    if cores is not None:  # taskset, not preexec_fn: the pool's threads make a fork's pre-exec hook unsafe
+        args = ["taskset", "-c", ",".join(map(str, sorted(cores))), *args]
     start = time.time()
-    done = subprocess.run(args, cwd=variant, capture_output=True, text=True, timeout=300, env=env,
-                          preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores))
+    try:
+        done = subprocess.run(args, cwd=variant, capture_output=True, text=True, timeout=300, env=env)
+    except subprocess.TimeoutExpired:
+        return [], f"{variant}: no result (over 300 s)"
     if not result_file.exists():
         return [], f"{variant}: no result ({done.returncode}): {(done.stdout + done.stderr)[-400:]}"
     result = json.loads(result_file.read_text())

@@ -143,11 +143,11 @@ class RowGenerator:
             # A normalization of few long rows: the whole row is held through three passes (H100, group_norm of
             # [8, 256, 64, 64] fp16, 256 rows of 32768: 48.5 us whole with 32 warps, 25.7 us looped).
             return ["looped_row", "whole_row"]
+        if streamed_norm_row(facts):
+            return ["looped_row", "whole_row"]
         # A whole-row tile of 8192 for 5000 columns idles 39% of its lanes, yet reads the row once: with the rows'
         # alignment told to the compiler it is the faster (H100, softmax over 5000 fp16 columns: 0.063 ms whole
         # with 16 warps, 0.067 ms looped in 1024-element chunks; unaligned, 0.106 and 0.093 ms).
-        if streamed_norm_row(facts):
-            return ["looped_row", "whole_row"]
         if facts.passes == 1 and facts.n_reduce > _ONE_PASS_LOOPED_FROM and not facts.strided:
             # A row the looped schedule reads once is read once either way, with fewer registers in flight
             # (H100, cross-entropy over 32000 fp16 columns: 0.250 ms looped, 0.315-0.325 ms whole).
@@ -182,7 +182,10 @@ class RowGenerator:
         # last dim. Strided, the lanes' starts: the full-size inputs addressed without a wrap, and the output.
         aligned = ([n for n in graph.tile_inputs if n in streamed] + ([spec.output] if graph.output == "full" else [])
                    if layout == "last" else unwrapped + [spec.output])
-        helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
+        # A code node names the elementwise helpers it calls (_gelu_erf, _tanh) beside the row engine's own.
+        row_helpers = [h for h in kernel.helpers if h in ROW_HELPERS]
+        op_helpers = sorted(set(graph.helpers) | (set(kernel.helpers) - set(row_helpers)))
+        helpers = [HELPERS[h].source for h in op_helpers] + [ROW_HELPERS[h] for h in row_helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
         tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}

@@ -29,6 +29,7 @@ def pass_levels(roots: tuple[RowNode, ...], online: dict[RowNode, RowNode]) -> d
 
 
 def _roots(root: RowNode, total: Total | None) -> tuple[RowNode, ...]:
+    """Return the graph's roots: the output, and a mean's denominator where it is a reduction of its own."""
     return (root,) if total is None or total.denominator is None else (root, total.denominator)
 
 

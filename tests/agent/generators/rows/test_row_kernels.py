@@ -38,6 +38,9 @@ CASES: list[tuple[str, Reference]] = [
     ("torch.var(x, dim=-1, correction=0) x [4, 50]", lambda x: x.var(-1, correction=0)),
     ("std of x [4, 60] along dim 1", lambda x: x.std(1)),
     ("torch.linalg.vector_norm(x, ord=3, dim=-1) x [5, 40]", lambda x: torch.linalg.vector_norm(x, 3, -1)),
+    # Elementwise ops before a reduction: their helpers (_gelu_erf, _tanh) are emitted beside the row engine's.
+    ("F.gelu(x).sum(dim=-1) x [5, 33] fp32", lambda x: F.gelu(x).sum(-1)),
+    ("torch.softmax(torch.tanh(x), dim=-1) x [4, 17] fp32", lambda x: torch.softmax(torch.tanh(x), -1)),
     ("logsumexp of x [9, 70] over dim -1", lambda x: x.logsumexp(-1)),
     ("对 x [8, 100] 的最后一维做 softmax，fp16", lambda x: x.softmax(-1)),
     ("softmax over dim 1 of x [2, 50, 7]", lambda x: x.softmax(1)),
