@@ -194,11 +194,19 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
         pass
 
 
+def _crash_line(stderr: str) -> str:
+    """Return the error a crash ended with: the last unindented line that is not a traceback's header."""
+    # Processes that share stderr (a fork bomb's children) interleave their tracebacks: the very last line may be
+    # one of another traceback's frames, which names no error.
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if not line[:1].isspace() and not line.startswith("Traceback (")]
+    return (errors or lines or ["no output"])[-1].strip()
+
+
 def _read_result(path: Path, stderr: str) -> dict[str, Any]:
     text = read_output(path, RESULT_MAX_BYTES + 1)
     if not text:
-        last = stderr.strip().splitlines()[-1:] or ["no output"]
-        return {"message": f"no result file was written: {last[0]}"}
+        return {"message": f"no result file was written: {_crash_line(stderr)}"}
     if len(text) > RESULT_MAX_BYTES:
         return {"message": f"the result file is larger than {RESULT_MAX_BYTES} bytes"}
     try:

@@ -60,3 +60,16 @@ def test_a_file_that_crashes_before_writing_its_result_says_its_exception(tmp_pa
                    trusted=True)
     assert run.status == "crashed"
     assert failure_cause(run.result) == "no result file was written: ValueError: arange's range must be a power of 2"
+
+
+def test_a_crash_whose_stderr_ends_in_another_processes_frame_still_names_the_error(tmp_path: Path) -> None:
+    # A fork bomb's children share stderr: one child's error line, then another's traceback frame, come last.
+    crash = ("import sys\n"
+             "sys.stderr.write('Traceback (most recent call last):\\n'\n"
+             "                 'BlockingIOError: [Errno 11] Resource temporarily unavailable\\n'\n"
+             "                 '  File \"x_accuracy.py\", line 3, in <module>\\n')\n"
+             "sys.exit(1)\n")
+    run = run_file({"x_accuracy.py": crash}, "x_accuracy.py", tmp_path / "w", device="cpu", timeout_s=60, trusted=True)
+    assert run.status == "crashed"
+    assert failure_cause(run.result) == ("no result file was written: "
+                                         "BlockingIOError: [Errno 11] Resource temporarily unavailable")
