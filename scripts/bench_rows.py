@@ -137,7 +137,6 @@ def time_variant(variant: Path, parts: Path, gpu: str | None, cores: set[int] | 
 def run(folder: Path, out: Path, gpus: int) -> None:
     """Time every variant, each alone on one of `gpus` GPUs, and print one row per spec (default) or variant."""
     out.mkdir(parents=True, exist_ok=True)
-    parts = Path(tempfile.mkdtemp(prefix="bench_rows_"))
     variants = [v for v in sorted(p for p in folder.glob("*/*") if p.is_dir())
                 # one call times the defaults beside torch.compile, another the variants
                 if ("--variants" in sys.argv) != (v.name == "default")]
@@ -157,7 +156,8 @@ def run(folder: Path, out: Path, gpus: int) -> None:
             print(note, flush=True)
         return found
 
-    with ThreadPoolExecutor(max_workers=max(1, gpus)) as pool:
+    with tempfile.TemporaryDirectory(prefix="bench_rows_") as kept, ThreadPoolExecutor(max(1, gpus)) as pool:
+        parts = Path(kept)
         rows = [row for found in pool.map(on_a_free_gpu, variants) for row in found]
     (out / "rows.json").write_text(json.dumps(rows, indent=1))
     print(f"{'spec':58} {'variant':14} {'triton ms':>9} {'GB/s':>7} {'%copy':>6} {'x eager':>7} {'x compile':>9}")

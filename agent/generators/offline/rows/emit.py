@@ -155,7 +155,6 @@ class Emitter:
             if node.level == "tile":
                 args = [self.spread(c) if a.level == "row" else c for a, c in zip(node.args, args, strict=True)]
             scope.lines.append(f"{name} = {node.text.format(*args)}")
-            self.helpers.update(node.helpers)
             return name
         if node.kind == "reduce":
             if self.looped:

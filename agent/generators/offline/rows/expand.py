@@ -190,7 +190,7 @@ def _retag(node: RowNode, spaces: dict[str, Space]) -> RowNode:
         if n.kind == "input":
             built = RowNode("input", n.text, tile_input=spaces.get(n.text, "full") != "dropped")
         else:
-            built = RowNode(n.kind, n.text, tuple(visit(a) for a in n.args), n.helpers)
+            built = RowNode(n.kind, n.text, tuple(visit(a) for a in n.args))
         memo[n] = built
         return built
 

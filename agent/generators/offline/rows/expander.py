@@ -101,9 +101,9 @@ class Expander:
         lowered = Lowered(body=[], helpers=[])
         template = _apply(e, [f"{{{i}}}" for i in range(len(values))], lowered)
         self.helpers += lowered.helpers
-        return self.combine(template, values, tuple(lowered.helpers), e)
+        return self.combine(template, values, e)
 
-    def combine(self, template: str, values: list[Value], helpers: tuple[str, ...], e: Expr) -> Value:
+    def combine(self, template: str, values: list[Value], e: Expr) -> Value:
         spaces = {v.space for v in values} - {"any"}
         if len(spaces) > 1:
             raise NotRowLowerable(f"{to_text(e)}: a value reduced without keepdim meets a full-size tensor "
@@ -113,7 +113,7 @@ class Expander:
         if space != "any":
             self.settle(refs, space)
             refs = frozenset()
-        return Value(code(template, *(v.node for v in values), helpers=helpers), space, refs)
+        return Value(code(template, *(v.node for v in values)), space, refs)
 
     def settle(self, names: frozenset[str], space: Space) -> None:
         for name in names:

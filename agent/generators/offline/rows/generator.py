@@ -182,10 +182,7 @@ class RowGenerator:
         # last dim. Strided, the lanes' starts: the full-size inputs addressed without a wrap, and the output.
         aligned = ([n for n in graph.tile_inputs if n in streamed] + ([spec.output] if graph.output == "full" else [])
                    if layout == "last" else unwrapped + [spec.output])
-        # A code node names the elementwise helpers it calls (_gelu_erf, _tanh) beside the row engine's own.
-        row_helpers = [h for h in kernel.helpers if h in ROW_HELPERS]
-        op_helpers = sorted(set(graph.helpers) | (set(kernel.helpers) - set(row_helpers)))
-        helpers = [HELPERS[h].source for h in op_helpers] + [ROW_HELPERS[h] for h in row_helpers]
+        helpers = [HELPERS[h].source for h in graph.helpers] + [ROW_HELPERS[h] for h in kernel.helpers]
         first_dtype = spec.dtype_cases()[0][names[0]]
         tolerance = spec.tolerances[first_dtype]
         tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}

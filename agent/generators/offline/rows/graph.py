@@ -23,7 +23,6 @@ class RowNode:
     kind: Kind
     text: str = ""  # input or parameter name, a literal, a format string over {0}, {1}, ... or a reducer name
     args: tuple[RowNode, ...] = ()
-    helpers: tuple[str, ...] = ()
     tile_input: bool = field(default=True, compare=False)  # inputs: varies along the reduced dims (else per row)
 
     @cached_property
@@ -63,9 +62,9 @@ def number(value: float) -> RowNode:
     return RowNode("number", repr(float(value)))
 
 
-def code(template: str, *args: RowNode, helpers: tuple[str, ...] = ()) -> RowNode:
-    """Return code over the arguments ({0}, {1}, ... in the template)."""
-    return RowNode("code", template, args, helpers)
+def code(template: str, *args: RowNode) -> RowNode:
+    """Return code over the arguments ({0}, {1}, ... in the template); the graph holds the helpers it calls."""
+    return RowNode("code", template, args)
 
 
 def reduce(reducer: str, arg: RowNode) -> RowNode:

@@ -28,23 +28,16 @@ def pass_levels(roots: tuple[RowNode, ...], online: dict[RowNode, RowNode]) -> d
     return level
 
 
-def _roots(root: RowNode, total: Total | None) -> tuple[RowNode, ...]:
-    """Return the graph's roots: the output, and a mean's denominator where it is a reduction of its own."""
-    return (root,) if total is None or total.denominator is None else (root, total.denominator)
+def reduction_levels(root: RowNode, total: Total | None = None) -> tuple[int, bool]:
+    """Return the levels of nested reductions and whether a softmax's sum rides with its running max in one."""
+    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
+    online = online_sums(roots)
+    return max(pass_levels(roots, online).values()), bool(online)
 
 
 def looped_passes(root: RowNode, total: Total | None = None) -> int:
     """Count the looped schedule's passes over a row: one per level of reductions, one more to write a tile."""
-    roots = _roots(root, total)
-    levels = pass_levels(roots, online_sums(roots))
-    return max(levels.values()) + (1 if root.level == "tile" else 0)
-
-
-def reduction_levels(root: RowNode, total: Total | None = None) -> tuple[int, bool]:
-    """Return the levels of nested reductions and whether a softmax's sum rides with its running max in one."""
-    roots = _roots(root, total)
-    online = online_sums(roots)
-    return max(pass_levels(roots, online).values()), bool(online)
+    return reduction_levels(root, total)[0] + (1 if root.level == "tile" else 0)
 
 
 @dataclass
