@@ -45,6 +45,9 @@ FAMILIES: dict[str, dict[str, Mean]] = {
     "rows": {f"rows-atomic R{r} w{w}": k.rows_atomic(r, w) for r, w in [(8, 8), (16, 8), (32, 16)]}
     | {f"rows-atomic-unzeroed R{r} w{w}": k.rows_atomic_nozero(r, w) for r, w in [(8, 8), (16, 8), (32, 16)]}
     | {f"rows-semaphore R{r} w{w}": k.rows_sem(r, w) for r, w in [(16, 16), (8, 16)]},
+    "prefetch": {f"lanes-prefetch BK{bk} BM{bm} w{w}": k.lanes_prefetch(bk, bm, w)
+                 for bk, bm, w in [(32, 512, 32), (16, 512, 16), (64, 256, 32), (32, 256, 16), (64, 128, 16),
+                                   (32, 128, 8), (128, 128, 32), (8, 1024, 16), (128, 64, 16)]},
     "tma": {f"tma BK{bk} BM{bm} st{st} w{w}": k.tma_lanes(bk, bm, st, w)
             for bk, bm, st, w in [(32, 256, 3, 4), (16, 256, 6, 4), (64, 64, 4, 4), (128, 32, 3, 4), (64, 256, 2, 8)]},
     "persistent": {f"persistent BM{bm} w{w} x{p}": k.persist(bm, w, p)

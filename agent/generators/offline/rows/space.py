@@ -13,6 +13,12 @@ from agent.generators.offline.space import Space, pruned
 
 ROWS_PER_PROGRAM = (1, 2, 4, 8, 16, 32, 64)
 CHUNKS = (256, 512, 1024, 2048, 4096, 8192, 16384)
+# A strided looped row's step down the reduced dims: a few of its rows at a time across wide lanes (torch.compile's
+# pick for the mean over dim 1 of [64, 512, 1024] fp32 on an H200 was 8 rows of 64 lanes on 4 warps).
+STRIDED_CHUNKS = (8, 16, 32, 64, 128)
+# A strided tile's lanes should cover a 128-byte line of each row they read (H200, that mean: 32-byte runs 52% of
+# the copy bandwidth, 64-byte 69-77%, 128-byte 79-83%).
+STRIDED_RUN_BYTES = 128
 WARPS = (1, 2, 4, 8, 16, 32)
 # A split row's programs per SM over all its rows' spans.
 SPLIT_PROGRAMS_PER_SM = (1, 2, 4, 8, 16)
@@ -77,6 +83,16 @@ def launched(config: LaunchConfig, facts: RowFacts) -> tuple[int, int]:
 def strided_lanes(facts: RowFacts) -> int:
     """Return the lanes of one strided tile (1 for rows along the last dim): up to 64 of the inner positions."""
     return min(STRIDED_LANES, next_pow2(facts.n_inner)) if facts.strided else 1
+
+
+def coalescing_lanes(facts: RowFacts) -> int:
+    """Return the fewest lanes a strided tile must take: 128-byte runs, fewer where they would leave SMs idle."""
+    if not facts.strided:
+        return 1
+    lanes = min(STRIDED_RUN_BYTES // facts.itemsize, next_pow2(facts.n_inner))
+    while lanes > 1 and row_programs(facts, lanes) < facts.multiprocessors:
+        lanes //= 2
+    return lanes
 
 
 def few_long_rows(facts: RowFacts) -> bool:
@@ -189,8 +205,9 @@ def row_space(facts: RowFacts, schedule: Schedule, preferred: Sequence[LaunchCon
     """Enumerate a row schedule's configurations, drop what the rules rule out, rank and cap the rest."""
     warps = (4,) if facts.ascend else WARPS
     if schedule == "looped_row":
+        chunks = STRIDED_CHUNKS + CHUNKS if facts.strided else CHUNKS
         candidates = [LaunchConfig(schedule="looped_row", block_size=c, block_m=m, num_warps=w)
-                      for c, m, w in itertools.product(CHUNKS, ROWS_PER_PROGRAM, warps)]
+                      for c, m, w in itertools.product(chunks, ROWS_PER_PROGRAM, warps)]
     elif schedule == "split_row":
         candidates = [LaunchConfig(schedule="split_row", block_size=c, block_m=m, num_warps=w, programs_per_sm=p)
                       for c, m, w, p in itertools.product(CHUNKS, ROWS_PER_PROGRAM, warps, SPLIT_PROGRAMS_PER_SM)]
@@ -208,6 +225,8 @@ def _drop_reason(config: LaunchConfig, facts: RowFacts) -> str | None:
             return "more spans than chunks in a row"
         if facts.strided and config.block_m < strided_lanes(facts):
             return "lanes narrower than the inner dims (uncoalesced loads)"
+    if config.schedule != "split_row" and _tile_rows_and_chunk(config, facts)[0] < coalescing_lanes(facts):
+        return "lanes shorter than a 128-byte line (uncoalesced loads)"
     if config.block_m > 2 * next_pow2(facts.n_lanes):
         return "more rows per program than rows"
     if config.schedule == "whole_row" and next_pow2(facts.n_reduce) > MAX_TILE_ELEMENTS:

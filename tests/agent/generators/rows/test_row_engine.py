@@ -69,6 +69,27 @@ def test_the_search_space_of_a_long_row_drops_tiles_that_would_spill() -> None:
     assert all(c.num_warps >= 16 for c in space.kept)
 
 
+@pytest.mark.parametrize(("text", "lanes"), [
+    ("torch.mean(x, dim=1) x [64, 512, 1024] fp32", 32),  # 32 fp32 lanes read each row's 128-byte line
+    ("torch.sum(x, dim=1) x [64, 512, 1024] bf16", 64),
+    ("torch.softmax(x, dim=1) x [32, 1000, 256] bf16", 32),  # 64 lanes would leave 128 programs for 132 SMs
+])
+def test_the_search_space_of_a_strided_reduction_reads_whole_lines(text: str, lanes: int) -> None:
+    spec = read_spec(text)
+    for schedule in ("whole_row", "looped_row"):
+        space = OfflineGenerator().config_space(spec, schedule, H100)
+        assert space.kept and "uncoalesced loads" in space.summary()
+        assert min(c.block_m for c in space.kept) == lanes, schedule
+    # The looped row steps a few rows at a time down the reduced dim, as torch.compile's kernel does.
+    looped = OfflineGenerator().config_space(spec, "looped_row", H100).kept
+    assert any(c.block_size <= 16 for c in looped)
+
+
+def test_a_small_strided_reduction_keeps_narrow_lanes_to_fill_the_sms() -> None:
+    space = OfflineGenerator().config_space(read_spec("amax of x [2, 300, 48] over dim 1"), "whole_row", H100)
+    assert "uncoalesced loads" not in space.summary()
+
+
 def test_a_configuration_that_helped_before_is_measured_first_once() -> None:
     spec = read_spec("softmax of x [256, 1000] along dim -1 fp16")
     space = OfflineGenerator().config_space(spec, "looped_row", H100)
