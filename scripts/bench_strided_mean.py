@@ -12,6 +12,7 @@ designs in `strided_mean_kernels.py` read the same bytes other ways. The row sum
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import statistics
@@ -71,12 +72,14 @@ def load(path: Path, name: str) -> ModuleType:
 def with_launch(module: ModuleType, warps: int, block_m: int) -> Mean:
     """Run the generated mean at another warp count and lane tile (module constants, restored after)."""
     def run(x: torch.Tensor) -> torch.Tensor:
-        saved = module.NUM_WARPS, module.BLOCK_M
-        module.NUM_WARPS, module.BLOCK_M = warps, block_m
+        saved = getattr(module, "NUM_WARPS"), getattr(module, "BLOCK_M")  # noqa: B009  (a module's constants)
+        setattr(module, "NUM_WARPS", warps)  # noqa: B010
+        setattr(module, "BLOCK_M", block_m)  # noqa: B010
         try:
             return module.mean(x)
         finally:
-            module.NUM_WARPS, module.BLOCK_M = saved
+            setattr(module, "NUM_WARPS", saved[0])  # noqa: B010
+            setattr(module, "BLOCK_M", saved[1])  # noqa: B010
     return run
 
 
@@ -89,7 +92,8 @@ def main() -> int:
     generated = load(next(folder.glob("*_mean/default/mean_triton.py")), "generated_mean")
     row_sum = load(next(folder.glob("*_reduce_sum/default/reduce_sum_triton.py")), "generated_row_sum")
     variants: dict[str, Mean] = {"generated": generated.mean, "generated w32": with_launch(generated, 32, 32),
-                                 "generated w16 BM16": with_launch(generated, 16, 16)}
+                                 "generated w16 BM16": with_launch(generated, 16, 16),
+                                 "generated w4 BM8": with_launch(generated, 4, 8)}
     for name, members in FAMILIES.items():
         if family in (None, name):
             variants |= members
@@ -127,7 +131,7 @@ def main() -> int:
         copies.append(2 * source.numel() * 4 / (bench(lambda: target.copy_(source)) * 1e-3) / 1e9)
         times["row sum, same bytes"].append(bench(lambda: row_sum.reduce_sum(flat)))
         for name, fn in variants.items():
-            times[name].append(bench(lambda fn=fn: fn(x)))
+            times[name].append(bench(functools.partial(fn, x)))
     copy = statistics.median(copies)
     n_bytes = x.numel() * 4 + want.numel() * 4
     print(f"{torch.cuda.get_device_name()}: copy {copy:.0f} GB/s ({min(copies):.0f}-{max(copies):.0f})")

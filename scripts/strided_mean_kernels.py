@@ -332,7 +332,6 @@ def persist(BM: int, warps: int, per_sm: int) -> Mean:
 
 
 
-
 @triton.jit
 def lanes_prefetch_kernel(x_ptr, out_ptr, inv, n_reduce, n_inner, BK: tl.constexpr, BM: tl.constexpr):
     pid = tl.program_id(0)

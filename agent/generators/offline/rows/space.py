@@ -85,14 +85,15 @@ def strided_lanes(facts: RowFacts) -> int:
     return min(STRIDED_LANES, next_pow2(facts.n_inner)) if facts.strided else 1
 
 
-def coalescing_lanes(facts: RowFacts) -> int:
-    """Return the fewest lanes a strided tile must take: 128-byte runs, fewer where they would leave SMs idle."""
-    if not facts.strided:
+def coalescing_lanes(facts: RowFacts, schedule: Schedule) -> int:
+    """Return the fewest lanes a strided tile may take: 128-byte runs, fewer where the default takes fewer."""
+    if not facts.strided or facts.ascend:  # measured on CUDA GPUs only
         return 1
     lanes = min(STRIDED_RUN_BYTES // facts.itemsize, next_pow2(facts.n_inner))
     while lanes > 1 and row_programs(facts, lanes) < facts.multiprocessors:
-        lanes //= 2
-    return lanes
+        lanes //= 2  # wide lanes would leave SMs without a program
+    # The search starts from the default: a long reduced dim leaves a whole-row tile room for fewer lanes.
+    return min(lanes, _tile_rows_and_chunk(default_row_config(facts, schedule), facts)[0])
 
 
 def few_long_rows(facts: RowFacts) -> bool:
@@ -159,10 +160,10 @@ def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
         if not facts.strided and facts.n_reduce >= 16384:
             # A one-pass vocabulary row in 4096-element chunks, 64 bytes a thread: on an H200, cross-entropy over
             # 32000 fp16 columns 0.160 ms on 4 warps against 0.175 on 8 (level on an H100: 0.2037 against 0.2028),
-            # over 32000 fp32 on 8 warps 0.265 against 0.268 in 2048-element chunks on 4.
-            # Where the last 4096-element chunk would be mostly padding, 2048 on 4 warps: over 50257 columns
-            # (13 chunks, the last 27% full) on an H200, label smoothing fp32 0.242 ms against 0.279 (three calls),
-            # bf16 0.334 against 0.359, fp16 0.180 against 0.191.
+            # over 32000 fp32 (mean) on 8 warps 0.265 against 0.268 in 2048-element chunks on 4.
+            # Where 4096-element chunks pad the row by more than 5%, 2048 on 4 warps: over 50257 columns (13
+            # chunks, the last 27% full) on an H200, label smoothing fp32 0.242 ms against 0.279 (three calls),
+            # bf16 0.334 against 0.359, fp16 0.180 against 0.191 (32 bytes a thread in half types).
             chunk = 4096 if -(-facts.n_reduce // 4096) * 4096 <= 1.05 * facts.n_reduce else 2048
             warps = 8 if facts.itemsize >= 4 and chunk == 4096 else 4
             return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=1, num_warps=warps)
@@ -225,7 +226,8 @@ def _drop_reason(config: LaunchConfig, facts: RowFacts) -> str | None:
             return "more spans than chunks in a row"
         if facts.strided and config.block_m < strided_lanes(facts):
             return "lanes narrower than the inner dims (uncoalesced loads)"
-    if config.schedule != "split_row" and _tile_rows_and_chunk(config, facts)[0] < coalescing_lanes(facts):
+    if config.schedule != "split_row" and _tile_rows_and_chunk(config, facts)[0] < coalescing_lanes(facts,
+                                                                                                 config.schedule):
         return "lanes shorter than a 128-byte line (uncoalesced loads)"
     if config.block_m > 2 * next_pow2(facts.n_lanes):
         return "more rows per program than rows"

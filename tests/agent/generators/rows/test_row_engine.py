@@ -69,25 +69,38 @@ def test_the_search_space_of_a_long_row_drops_tiles_that_would_spill() -> None:
     assert all(c.num_warps >= 16 for c in space.kept)
 
 
-@pytest.mark.parametrize(("text", "lanes"), [
-    ("torch.mean(x, dim=1) x [64, 512, 1024] fp32", 32),  # 32 fp32 lanes read each row's 128-byte line
-    ("torch.sum(x, dim=1) x [64, 512, 1024] bf16", 64),
-    ("torch.softmax(x, dim=1) x [32, 1000, 256] bf16", 32),  # 64 lanes would leave 128 programs for 132 SMs
+@pytest.mark.parametrize(("text", "whole", "looped"), [
+    ("torch.mean(x, dim=1) x [64, 512, 1024] fp32", 32, 32),  # 32 fp32 lanes read each row's 128-byte line
+    ("torch.sum(x, dim=1) x [64, 512, 1024] bf16", 32, 64),  # the whole-row default holds 32 half lanes
+    ("torch.softmax(x, dim=1) x [32, 1000, 256] bf16", 16, 32),  # 64 lanes would leave 128 programs for 132 SMs
 ])
-def test_the_search_space_of_a_strided_reduction_reads_whole_lines(text: str, lanes: int) -> None:
+def test_the_search_space_of_a_strided_reduction_reads_whole_lines(text: str, whole: int, looped: int) -> None:
     spec = read_spec(text)
-    for schedule in ("whole_row", "looped_row"):
+    for schedule, lanes in (("whole_row", whole), ("looped_row", looped)):
         space = OfflineGenerator().config_space(spec, schedule, H100)
         assert space.kept and "uncoalesced loads" in space.summary()
         assert min(c.block_m for c in space.kept) == lanes, schedule
     # The looped row steps a few rows at a time down the reduced dim, as torch.compile's kernel does.
-    looped = OfflineGenerator().config_space(spec, "looped_row", H100).kept
-    assert any(c.block_size <= 16 for c in looped)
+    assert any(c.block_size <= 16 for c in OfflineGenerator().config_space(spec, "looped_row", H100).kept)
+
+
+def test_a_strided_whole_row_search_keeps_its_default_where_a_long_row_leaves_room_for_few_lanes() -> None:
+    spec = read_spec("torch.mean(x, dim=1) x [64, 2048, 1024] fp32")  # 8 lanes of 2048 fill a 16384-element tile
+    space = OfflineGenerator().config_space(spec, "whole_row", H100)
+    assert OfflineGenerator().default_config(spec, "whole_row", H100) in space.kept
+    assert "uncoalesced loads" in space.summary()  # 1, 2 and 4 lanes are still dropped
 
 
 def test_a_small_strided_reduction_keeps_narrow_lanes_to_fill_the_sms() -> None:
     space = OfflineGenerator().config_space(read_spec("amax of x [2, 300, 48] over dim 1"), "whole_row", H100)
     assert "uncoalesced loads" not in space.summary()
+
+
+def test_an_ascend_search_keeps_narrow_strided_lanes_as_nothing_was_measured_there() -> None:
+    ascend = DeviceInfo(kind="npu", name="Ascend 910B", multiprocessors=24)
+    space = OfflineGenerator().config_space(read_spec("torch.mean(x, dim=1) x [64, 512, 1024] fp32"), "whole_row",
+                                            ascend)
+    assert space.kept and "uncoalesced loads" not in space.summary()
 
 
 def test_a_configuration_that_helped_before_is_measured_first_once() -> None:
