@@ -13,7 +13,6 @@ designs in `strided_mean_kernels.py` read the same bytes other ways. The row sum
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import statistics
 import sys
@@ -30,6 +29,7 @@ import triton.testing  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import strided_mean_kernels as k  # noqa: E402
+from bench_turns import load  # noqa: E402
 
 Mean = Callable[[torch.Tensor], torch.Tensor]
 FAMILIES: dict[str, dict[str, Mean]] = {
@@ -54,19 +54,6 @@ FAMILIES: dict[str, dict[str, Mean]] = {
     "persistent": {f"persistent BM{bm} w{w} x{p}": k.persist(bm, w, p)
                    for bm, w, p in [(32, 16, 1), (32, 8, 1), (32, 16, 2), (16, 8, 2), (64, 16, 1)]},
 }
-
-
-def load(path: Path, name: str) -> ModuleType:
-    """Import a generated file under a name of its own."""
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.pop(0)
 
 
 def with_launch(module: ModuleType, warps: int, block_m: int) -> Mean:

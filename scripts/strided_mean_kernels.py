@@ -25,18 +25,48 @@ def _counter(kind: str, n: int, device: torch.device) -> torch.Tensor:
 
 
 @triton.jit
-def part_kernel(x_ptr, ws_ptr, n_reduce, n_inner, rows_per_split,
-                S: tl.constexpr, R: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
-    pid = tl.program_id(0)
-    b = pid // S
-    s = pid % S
+def _span_sum(x_ptr, b, s, n_reduce, n_inner, rows_per_split, R: tl.constexpr, BN: tl.constexpr,
+              STAGES: tl.constexpr):
+    """Return the column sums of outer index b's s-th span of rows, looped R rows at a time."""
     cols = tl.arange(0, BN)
     rows = tl.arange(0, R)
     base = x_ptr + b.to(tl.int64) * n_reduce * n_inner + s * rows_per_split * n_inner
     acc = tl.zeros([R, BN], dtype=tl.float32)
     for r0 in tl.range(0, rows_per_split, R, num_stages=STAGES):
         acc += tl.load(base + (r0 + rows)[:, None] * n_inner + cols[None, :], eviction_policy="evict_first")
-    tl.store(ws_ptr + pid * BN + cols, tl.sum(acc, axis=0))
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def _rows_sum(x_ptr, b, s, n_reduce, n_inner, R: tl.constexpr, BN: tl.constexpr):
+    """Return the column sums of outer index b's s-th R whole rows, loaded at once as a row sum loads them."""
+    rows = s * R + tl.arange(0, R)
+    base = x_ptr + b.to(tl.int64) * n_reduce * n_inner
+    cols = tl.arange(0, BN)
+    return tl.sum(tl.load(base + rows[:, None] * n_inner + cols[None, :], eviction_policy="evict_first"), axis=0)
+
+
+@triton.jit
+def _add_when_last(ws_ptr, cnt_ptr, out_ptrs, group, s, part, inv, S: tl.constexpr, W: tl.constexpr):
+    """Store a program's partial sums; the last of its group's S programs to arrive adds them into out_ptrs."""
+    lanes = tl.arange(0, W)
+    tl.store(ws_ptr + (group * S + s) * W + lanes, part)
+    tl.debug_barrier()
+    arrived = tl.atomic_add(cnt_ptr + group, 1, sem="acq_rel")
+    if arrived == S - 1:
+        total = tl.zeros([W], dtype=tl.float32)
+        for t in range(S):
+            total += tl.load(ws_ptr + (group * S + t) * W + lanes, cache_modifier=".cg")
+        tl.store(out_ptrs, total * inv)
+        tl.store(cnt_ptr + group, 0)  # ready for the next call
+
+
+@triton.jit
+def part_kernel(x_ptr, ws_ptr, n_reduce, n_inner, rows_per_split,
+                S: tl.constexpr, R: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
+    pid = tl.program_id(0)
+    part = _span_sum(x_ptr, pid // S, pid % S, n_reduce, n_inner, rows_per_split, R, BN, STAGES)
+    tl.store(ws_ptr + pid * BN + tl.arange(0, BN), part)
 
 
 @triton.jit
@@ -56,23 +86,8 @@ def sem_kernel(x_ptr, ws_ptr, cnt_ptr, out_ptr, inv, n_reduce, n_inner, rows_per
                S: tl.constexpr, R: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
     pid = tl.program_id(0)
     b = pid // S
-    s = pid % S
-    cols = tl.arange(0, BN)
-    rows = tl.arange(0, R)
-    base = x_ptr + b.to(tl.int64) * n_reduce * n_inner + s * rows_per_split * n_inner
-    acc = tl.zeros([R, BN], dtype=tl.float32)
-    for r0 in tl.range(0, rows_per_split, R, num_stages=STAGES):
-        acc += tl.load(base + (r0 + rows)[:, None] * n_inner + cols[None, :], eviction_policy="evict_first")
-    part = tl.sum(acc, axis=0)
-    tl.store(ws_ptr + pid * BN + cols, part)
-    tl.debug_barrier()
-    arrived = tl.atomic_add(cnt_ptr + b, 1, sem="acq_rel")
-    if arrived == S - 1:
-        total = tl.zeros([BN], dtype=tl.float32)
-        for t in tl.static_range(S):
-            total += tl.load(ws_ptr + (b * S + t) * BN + cols, cache_modifier=".cg")
-        tl.store(out_ptr + b * n_inner + cols, total * inv)
-        tl.store(cnt_ptr + b, 0)
+    part = _span_sum(x_ptr, b, pid % S, n_reduce, n_inner, rows_per_split, R, BN, STAGES)
+    _add_when_last(ws_ptr, cnt_ptr, out_ptr + b * n_inner + tl.arange(0, BN), b, pid % S, part, inv, S, BN)
 
 
 @triton.jit
@@ -80,14 +95,8 @@ def atomic_kernel(x_ptr, out_ptr, inv, n_reduce, n_inner, rows_per_split,
                   S: tl.constexpr, R: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
     pid = tl.program_id(0)
     b = pid // S
-    s = pid % S
-    cols = tl.arange(0, BN)
-    rows = tl.arange(0, R)
-    base = x_ptr + b.to(tl.int64) * n_reduce * n_inner + s * rows_per_split * n_inner
-    acc = tl.zeros([R, BN], dtype=tl.float32)
-    for r0 in tl.range(0, rows_per_split, R, num_stages=STAGES):
-        acc += tl.load(base + (r0 + rows)[:, None] * n_inner + cols[None, :], eviction_policy="evict_first")
-    tl.atomic_add(out_ptr + b * n_inner + cols, tl.sum(acc, axis=0) * inv, sem="relaxed")
+    part = _span_sum(x_ptr, b, pid % S, n_reduce, n_inner, rows_per_split, R, BN, STAGES)
+    tl.atomic_add(out_ptr + b * n_inner + tl.arange(0, BN), part * inv, sem="relaxed")
 
 
 @triton.jit
@@ -167,28 +176,15 @@ def tile_sem_kernel(x_ptr, ws_ptr, cnt_ptr, out_ptr, inv, n_reduce, n_inner,
     ks = s * BK + tl.arange(0, BK)
     base = x_ptr + b.to(tl.int64) * n_reduce * n_inner
     part = tl.sum(tl.load(base + ks[:, None] * n_inner + cols[None, :], eviction_policy="evict_first"), axis=0)
-    lanes = tl.arange(0, BM)
-    tl.store(ws_ptr + pid * BM + lanes, part)
-    tl.debug_barrier()
-    arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel")
-    if arrived == S - 1:
-        total = tl.zeros([BM], dtype=tl.float32)
-        for t in tl.static_range(S):
-            total += tl.load(ws_ptr + (tile * S + t) * BM + lanes, cache_modifier=".cg")
-        tl.store(out_ptr + b * n_inner + cols, total * inv)
-        tl.store(cnt_ptr + tile, 0)
+    _add_when_last(ws_ptr, cnt_ptr, out_ptr + b * n_inner + cols, tile, s, part, inv, S, BM)
 
 
 @triton.jit
 def rows_atomic_kernel(x_ptr, out_ptr, inv, n_reduce, n_inner, S: tl.constexpr, R: tl.constexpr, BN: tl.constexpr):
     pid = tl.program_id(0)
     b = pid // S
-    s = pid % S
-    cols = tl.arange(0, BN)
-    rows = s * R + tl.arange(0, R)
-    base = x_ptr + b.to(tl.int64) * n_reduce * n_inner
-    part = tl.sum(tl.load(base + rows[:, None] * n_inner + cols[None, :], eviction_policy="evict_first"), axis=0)
-    tl.atomic_add(out_ptr + b * n_inner + cols, part * inv, sem="relaxed")
+    part = _rows_sum(x_ptr, b, pid % S, n_reduce, n_inner, R, BN)
+    tl.atomic_add(out_ptr + b * n_inner + tl.arange(0, BN), part * inv, sem="relaxed")
 
 
 @triton.jit
@@ -196,20 +192,8 @@ def rows_sem_kernel(x_ptr, ws_ptr, cnt_ptr, out_ptr, inv, n_reduce, n_inner,
                     S: tl.constexpr, R: tl.constexpr, BN: tl.constexpr):
     pid = tl.program_id(0)
     b = pid // S
-    s = pid % S
-    cols = tl.arange(0, BN)
-    rows = s * R + tl.arange(0, R)
-    base = x_ptr + b.to(tl.int64) * n_reduce * n_inner
-    part = tl.sum(tl.load(base + rows[:, None] * n_inner + cols[None, :], eviction_policy="evict_first"), axis=0)
-    tl.store(ws_ptr + pid * BN + cols, part)
-    tl.debug_barrier()
-    arrived = tl.atomic_add(cnt_ptr + b, 1, sem="acq_rel")
-    if arrived == S - 1:
-        total = tl.zeros([BN], dtype=tl.float32)
-        for t in range(S):
-            total += tl.load(ws_ptr + (b * S + t) * BN + cols, cache_modifier=".cg")
-        tl.store(out_ptr + b * n_inner + cols, total * inv)
-        tl.store(cnt_ptr + b, 0)
+    part = _rows_sum(x_ptr, b, pid % S, n_reduce, n_inner, R, BN)
+    _add_when_last(ws_ptr, cnt_ptr, out_ptr + b * n_inner + tl.arange(0, BN), b, pid % S, part, inv, S, BN)
 
 
 def tile_sem(S: int, BM: int, warps: int) -> Mean:
