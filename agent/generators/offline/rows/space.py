@@ -220,10 +220,12 @@ def row_space(facts: RowFacts, schedule: Schedule, preferred: Sequence[LaunchCon
     else:
         candidates = [LaunchConfig(schedule="whole_row", block_m=m, num_warps=w)
                       for m, w in itertools.product(ROWS_PER_PROGRAM, warps)]
-    return pruned(schedule, candidates, lambda c: _drop_reason(c, facts), lambda c: _rank(c, facts), preferred)
+    least_lanes = 1 if schedule == "split_row" else coalescing_lanes(facts, schedule)  # once, not per candidate
+    return pruned(schedule, candidates, lambda c: _drop_reason(c, facts, least_lanes), lambda c: _rank(c, facts),
+                  preferred)
 
 
-def _drop_reason(config: LaunchConfig, facts: RowFacts) -> str | None:
+def _drop_reason(config: LaunchConfig, facts: RowFacts, least_lanes: int = 1) -> str | None:
     if config.schedule != "whole_row" and config.block_size >= 2 * next_pow2(facts.n_reduce):
         return "chunk longer than the row"
     if config.schedule == "split_row":
@@ -231,8 +233,7 @@ def _drop_reason(config: LaunchConfig, facts: RowFacts) -> str | None:
             return "more spans than chunks in a row"
         if facts.strided and config.block_m < strided_lanes(facts):
             return "lanes narrower than the inner dims (uncoalesced loads)"
-    if config.schedule != "split_row" and _tile_rows_and_chunk(config, facts)[0] < coalescing_lanes(facts,
-                                                                                                 config.schedule):
+    if _tile_rows_and_chunk(config, facts)[0] < least_lanes:
         return "lanes shorter than a 128-byte line (uncoalesced loads)"
     if config.block_m > 2 * next_pow2(facts.n_lanes):
         return "more rows per program than rows"
