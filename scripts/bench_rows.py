@@ -51,6 +51,9 @@ SPECS = [
     "x.sum(dim=0), x [4194304, 8] fp32",
     "torch.amax(x, dim=-1) x [4, 8388608] fp16",
     "torch.linalg.vector_norm(x, dim=-1) x [16, 2097152] bf16",
+    # Means over dim 1 of 512 MB: a long reduced dim (looped, 128-byte runs) and a short one (whole rows).
+    "torch.mean(x, dim=1) x [8, 4096, 4096] fp32",
+    "torch.mean(x, dim=1) x [64, 512, 4096] fp32",
 ]
 
 

@@ -19,7 +19,7 @@ from agent.generators.offline.render import (
     spec_flops,
     tuple_literal,
 )
-from agent.generators.offline.space import REFERENCE_MULTIPROCESSORS, Space
+from agent.generators.offline.space import Space
 from agent.generators.offline.triton_ops import HELPERS
 from agent.ir.edges import CPU_MAX_ELEMENTS
 from agent.ir.index_inputs import IndexInput
@@ -29,14 +29,15 @@ from agent.runtime.devices import PEAKS, DeviceInfo
 from agent.spec import OpSpec
 
 from .addressing import lane_bases, streamed_inputs, views_source, wrapped_groups
-from .emit import Layout, NotEmittable, shifted_store, stride_params, unwrapped_streamed
+from .emit import NotEmittable, shifted_store, stride_params, unwrapped_streamed
 from .expand import NotRowLowerable, RowGraph, expand
+from .facts import RowFacts, row_facts, row_layout
 from .graph import topological
 from .helpers import ROW_HELPERS
-from .passes import emit_body, looped_passes, reduction_levels
+from .lanes import narrow_strided_row
+from .passes import emit_body
 from .space import (
     MAX_TILE_ELEMENTS,
-    RowFacts,
     default_row_config,
     few_long_rows,
     launched,
@@ -93,7 +94,7 @@ class RowGenerator:
             return f"the offline row engine cannot address an input: {exc}"
         for schedule in ("whole_row", "looped_row"):
             try:
-                emit_body(graph.root, _layout(graph), schedule == "looped_row", spec.output, graph.total,
+                emit_body(graph.root, row_layout(graph), schedule == "looped_row", spec.output, graph.total,
                           wrapped=wrapped)
             except NotEmittable as exc:
                 return f"the offline row engine cannot schedule it: {exc}"
@@ -118,12 +119,12 @@ class RowGenerator:
     def category(self, spec: OpSpec) -> str:
         """Name the pattern category: rows/<layout>-<output> (rows/last-dropped is a row sum, say)."""
         graph = self.graph(spec)
-        return f"rows/{_layout(graph)}-{graph.output}"
+        return f"rows/{row_layout(graph)}-{graph.output}"
 
     def schedules(self, spec: OpSpec) -> list[Schedule]:
         """List the schedules: split rows first when too few rows fill the machine, then by row length."""
         graph = self.graph(spec)
-        facts = _facts(spec, graph)
+        facts = row_facts(spec, graph)
         split: list[Schedule] = []
         if split_refusal(graph.root, graph.total) is None and facts.n_reduce >= _SPLIT_FROM:
             if row_programs(facts) < facts.multiprocessors and facts.n_lanes * facts.n_reduce >= _SPLIT_FIRST_FROM:
@@ -139,6 +140,9 @@ class RowGenerator:
         # of the roofline with 128 registers/thread and spills, against 35% looped), so it is not offered.
         if facts.n_reduce > MAX_TILE_ELEMENTS:
             return ["looped_row"]
+        if narrow_strided_row(facts):
+            # The order has no device: an Ascend NPU takes it too, with its own looped default (unmeasured there).
+            return ["looped_row", "whole_row"]
         if few_long_rows(facts):
             # A normalization of few long rows: the whole row is held through three passes (H100, group_norm of
             # [8, 256, 64, 64] fp16, 256 rows of 32768: 48.5 us whole with 32 warps, 25.7 us looped).
@@ -156,17 +160,17 @@ class RowGenerator:
 
     def default_config(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo) -> LaunchConfig:
         """Return the usual best configuration of a schedule for these row lengths."""
-        return default_row_config(_facts(spec, self.graph(spec), device), schedule)
+        return default_row_config(row_facts(spec, self.graph(spec), device), schedule)
 
     def config_space(self, spec: OpSpec, schedule: Schedule, device: DeviceInfo,
                      preferred: Sequence[LaunchConfig] = ()) -> Space:
         """Enumerate and prune a schedule's configurations by row length and register budget."""
-        return row_space(_facts(spec, self.graph(spec), device), schedule, preferred)
+        return row_space(row_facts(spec, self.graph(spec), device), schedule, preferred)
 
     def context(self, spec: OpSpec, config: LaunchConfig) -> dict[str, Any]:
         """Compute everything the templates need from the spec."""
         graph = self.graph(spec)
-        layout = _layout(graph)
+        layout = row_layout(graph)
         wrapped = wrapped_groups(spec, graph)
         streamed = streamed_inputs(spec, graph)
         unwrapped = unwrapped_streamed(graph.tile_inputs, streamed, wrapped)
@@ -278,30 +282,6 @@ def _index_high(found: IndexInput | None, shapes: dict[str, list[int]]) -> int |
     return found.high(shapes) if found else None
 
 
-def _layout(graph: RowGraph) -> Layout:
-    return "last" if graph.dims[-1] == graph.rank - 1 else "strided"
-
-
 def launched_on(spec: OpSpec, config: LaunchConfig, case: dict[str, list[int]], device: DeviceInfo) -> tuple[int, int]:
     """Return the programs a row kernel launches on one shape case and their tile (its wrapper's arithmetic)."""
-    return launched(config, _facts(spec, RowGenerator().graph(spec), device, [case]))
-
-
-def _facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None,
-           cases: list[dict[str, list[int]]] | None = None) -> RowFacts:
-    """Gather what pruning needs, on the largest of the cases (the spec's when none are given)."""
-    sizes = []
-    for case in spec.shape_cases() if cases is None else cases:
-        shape = graph.iteration_shapes(case)[graph.tile_inputs[0]] if graph.tile_inputs else spec.output_shape(case)
-        padded = [1] * (graph.rank - len(shape)) + list(shape)
-        reduce = math.prod(padded[d] for d in graph.dims)
-        sizes.append((math.prod(padded) // max(1, reduce), reduce, math.prod(padded[graph.dims[-1] + 1:])))
-    lanes, n_reduce, n_inner = max(sizes, key=lambda s: s[0] * s[1])
-    itemsize = min(2 if d in ("float16", "bfloat16") else 4 for case in spec.dtype_cases() for d in case.values())
-    levels, online = reduction_levels(graph.root, graph.total)
-    return RowFacts(
-        n_reduce=n_reduce, n_lanes=lanes, itemsize=itemsize, strided=_layout(graph) == "strided",
-        multiprocessors=(device.multiprocessors if device else 0) or REFERENCE_MULTIPROCESSORS,
-        ascend=bool(device and device.kind == "npu"), passes=looped_passes(graph.root, graph.total), n_inner=n_inner,
-        levels=levels, online=online,
-    )
+    return launched(config, row_facts(spec, RowGenerator().graph(spec), device, [case]))

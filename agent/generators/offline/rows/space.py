@@ -5,48 +5,28 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from agent.generators.base import LaunchConfig, Schedule
 from agent.generators.offline.render import next_pow2
 from agent.generators.offline.space import Space, pruned
+
+from .facts import RowFacts
+from .lanes import run_lanes, strided_lanes, strided_read_once, strided_whole_lanes
 
 ROWS_PER_PROGRAM = (1, 2, 4, 8, 16, 32, 64)
 CHUNKS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 # A strided looped row's step down the reduced dims: a few of its rows at a time across wide lanes (torch.compile's
 # pick for the mean over dim 1 of [64, 512, 1024] fp32 on an H200 was 8 rows of 64 lanes on 4 warps).
 STRIDED_CHUNKS = (8, 16, 32, 64, 128)
-# A strided tile's lanes should cover a 128-byte line of each row they read (H200, that mean: 32-byte runs 52% of
-# the copy bandwidth, 64-byte 69-77%, 128-byte 79-83%).
-STRIDED_RUN_BYTES = 128
 WARPS = (1, 2, 4, 8, 16, 32)
 # A split row's programs per SM over all its rows' spans.
 SPLIT_PROGRAMS_PER_SM = (1, 2, 4, 8, 16)
 # A split row's chunk in bytes of the input (4096 fp32 or 8192 fp16 elements).
 SPLIT_CHUNK_BYTES = 16384
-# Lanes (inner positions) of a strided tile: the contiguous dim, so wide tiles coalesce.
-STRIDED_LANES = 64
 # fp32 values one thread may hold per live tile before registers spill (a row kernel keeps two or three tiles).
 REGISTER_BUDGET = 64
 # A whole-row tile holds at most this many elements (the wrapper caps rows per program to stay under it).
 MAX_TILE_ELEMENTS = 32768
-
-
-@dataclass(frozen=True)
-class RowFacts:
-    """What pruning needs: the rows, their length, the narrowest dtype and the machine."""
-
-    n_reduce: int  # elements along the reduced dims (the row length)
-    n_lanes: int  # rows (outer x inner positions) of the largest case
-    itemsize: int
-    strided: bool  # the reduced dims are not the last: lanes run along the inner dims
-    multiprocessors: int
-    ascend: bool = False
-    passes: int = 2  # the looped schedule's passes over each row (cross-entropy: 1, softmax: 2, layer_norm: 3)
-    n_inner: int = 1  # strided: positions along the dims after the reduced ones (the lanes of one outer index)
-    levels: int = 1  # levels of nested reductions (l2 normalize: 1, layer_norm's mean then variance: 2)
-    online: bool = False  # the looped schedule carries a softmax's running max and sum in one pass
-
 
 
 def _tile_rows_and_chunk(config: LaunchConfig, facts: RowFacts) -> tuple[int, int]:
@@ -80,16 +60,11 @@ def launched(config: LaunchConfig, facts: RowFacts) -> tuple[int, int]:
     return programs, rows * chunk
 
 
-def strided_lanes(facts: RowFacts) -> int:
-    """Return the lanes of one strided tile (1 for rows along the last dim): up to 64 of the inner positions."""
-    return min(STRIDED_LANES, next_pow2(facts.n_inner)) if facts.strided else 1
-
-
 def coalescing_lanes(facts: RowFacts, schedule: Schedule) -> int:
     """Return the fewest lanes a strided tile may take: 128-byte runs, fewer where the default takes fewer."""
     if not facts.strided or facts.ascend:  # measured on CUDA GPUs only
         return 1
-    lanes = min(STRIDED_RUN_BYTES // facts.itemsize, next_pow2(facts.n_inner))
+    lanes = run_lanes(facts)
     while lanes > 1 and row_programs(facts, lanes) < facts.multiprocessors:
         lanes //= 2  # wide lanes would leave SMs without a program
     # The search starts from the default: a long reduced dim leaves a whole-row tile room for fewer lanes.
@@ -126,6 +101,8 @@ def default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
         # No more rows per program than leave every SM a program (the search's own rule).
         per_sm = max(1, facts.n_lanes // max(1, facts.multiprocessors))
         config = config.model_copy(update={"block_m": min(config.block_m, 1 << (per_sm.bit_length() - 1))})
+    while config.num_warps > 1 and _tile(config, facts) < 32 * config.num_warps:
+        config = config.model_copy(update={"num_warps": config.num_warps // 2})  # a thread per value at least
     if facts.ascend:
         config = config.model_copy(update={"num_warps": 4})  # the only warp count the Ascend space offers
     return config
@@ -174,6 +151,12 @@ def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
             return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=1, num_warps=warps)
         if streamed_norm_row(facts):
             return LaunchConfig(schedule="looped_row", block_size=2048, block_m=1, num_warps=16)
+        if strided_read_once(facts):
+            # 64 rows of 128-byte runs a step on 8 warps (H200, mean over dim 1 in ms: [8, 4096, 4096] fp32 0.139
+            # against 0.384 for the whole row's 4 lanes, fp16 0.075 against 0.343; [16, 2048, 1024] fp32 0.042
+            # against 0.063; [64, 2048, 256] fp32 0.041 against 0.069).
+            return LaunchConfig(schedule="looped_row", block_size=min(64, next_pow2(facts.n_reduce)),
+                                block_m=run_lanes(facts), num_warps=8)
         chunk = min(2048 if not facts.strided else 64, next_pow2(facts.n_reduce))
         if padded_row(facts):
             # The chunk that wastes least of the last one (H100, softmax over 5000 fp16 columns: 0.093 ms with
@@ -185,7 +168,7 @@ def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     if facts.strided:
         # Measured on an H100: mean over dim 1 of [64, 512, 1024] fp32, 55.5 us with 32 lanes of 512 and 16 warps
         # against 84 us with 8 lanes and 4 warps (the lanes are the contiguous dim: wide tiles coalesce).
-        rows = max(1, min(64, 16384 // row))
+        rows = strided_whole_lanes(facts)
     else:
         rows = max(1, min(64, 2048 // row))
     tile = min(rows * row, MAX_TILE_ELEMENTS)
@@ -198,7 +181,10 @@ def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     # against 31.6, softmax [8192, 5000] fp16 52.8 against 57.2, rms_norm bf16 40.4 against 41.7; 4-byte rows
     # reduced once kept 16 (row sum 37.2 against 37.8, l2 normalize, cumsum).
     few_bytes_per_barrier = facts.passes >= 3 or (facts.passes == 2 and facts.itemsize < 4)
-    if tile <= 2048:
+    if strided_read_once(facts):
+        # 16-32 values a thread: 4 warps for a short row's 2048-4096 values, 16 for [512, 32] (see lanes.py).
+        warps = min(32, max(4, tile // 1024))
+    elif tile <= 2048:
         warps = 4
     elif tile <= 16384:
         warps = 8 if few_bytes_per_barrier and tile * facts.itemsize <= 16384 else 16

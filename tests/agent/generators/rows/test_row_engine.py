@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from agent.generators.base import Schedule
 from agent.generators.offline.dispatch import OfflineGenerator
 from agent.generators.offline.rows.views import group_views, viewed_shape
 from agent.reader import read_spec
@@ -94,6 +95,46 @@ def test_a_strided_whole_row_search_keeps_its_default_where_a_long_row_leaves_ro
 def test_a_small_strided_reduction_keeps_narrow_lanes_to_fill_the_sms() -> None:
     space = OfflineGenerator().config_space(read_spec("amax of x [2, 300, 48] over dim 1"), "whole_row", H100)
     assert "uncoalesced loads" not in space.summary()
+
+
+@pytest.mark.parametrize(("text", "lanes"), [
+    ("torch.mean(x, dim=1) x [8, 4096, 4096] fp32", 32),  # a whole row of 4096 would hold 4 lanes: 16-byte runs
+    ("torch.amax(x, dim=1) x [16, 2048, 1024] fp16", 64),
+])
+def test_a_long_strided_row_read_once_starts_looped_over_128_byte_runs(text: str, lanes: int) -> None:
+    spec, generator = read_spec(text), OfflineGenerator()
+    assert generator.schedules(spec)[0] == "looped_row"
+    config = generator.default_config(spec, "looped_row", H100)
+    assert (config.block_m, config.block_size, config.num_warps) == (lanes, 64, 8)
+    assert config in generator.config_space(spec, "looped_row", H100).kept
+
+
+def test_a_strided_softmax_keeps_whole_rows_that_it_reads_once() -> None:
+    spec = read_spec("torch.softmax(x, dim=1) x [16, 2048, 1024] fp32")
+    assert OfflineGenerator().schedules(spec)[0] == "whole_row"
+    assert OfflineGenerator().default_config(spec, "whole_row", H100).block_m == 8
+
+
+def test_a_short_strided_row_takes_one_128_byte_line_per_row_on_few_warps() -> None:
+    spec = read_spec("torch.sum(x, dim=1) x [256, 128, 1024] fp32")
+    assert OfflineGenerator().schedules(spec)[0] == "whole_row"
+    config = OfflineGenerator().default_config(spec, "whole_row", H100)
+    assert (config.block_m, config.num_warps) == (32, 4)
+
+
+@pytest.mark.parametrize(("text", "schedule", "lanes", "warps"), [
+    ("torch.sum(x, dim=1) x [4096, 128, 8] fp32", "whole_row", 8, 4),  # 8 inner positions: no masked lanes
+    ("torch.sum(x, dim=1) x [3, 300, 40] fp32", "looped_row", 1, 2),  # 120 lanes for 132 SMs: 64 values, 64 threads
+])
+def test_a_strided_default_holds_no_idle_lanes_or_threads(text: str, schedule: Schedule, lanes: int,
+                                                           warps: int) -> None:
+    config = OfflineGenerator().default_config(read_spec(text), schedule, H100)
+    assert (config.block_m, config.num_warps) == (lanes, warps)
+
+
+def test_a_long_strided_row_with_too_few_lanes_for_the_sms_keeps_its_whole_row_first() -> None:
+    # 120 lanes cannot give 132 SMs a 128-byte run each, so the looped row would read 4-byte runs too.
+    assert OfflineGenerator().schedules(read_spec("torch.mean(x, dim=1) x [3, 2500, 40] fp32"))[0] == "whole_row"
 
 
 def test_an_ascend_search_keeps_narrow_strided_lanes_as_nothing_was_measured_there() -> None:
