@@ -41,8 +41,14 @@ def strided_whole_lanes(facts: RowFacts) -> int:
     return min(widest, max(run_lanes(facts), 2048 // row), next_pow2(facts.n_inner))
 
 
+def lanes_filling_the_sms(facts: RowFacts) -> int:
+    """Return the most rows or lanes per program (a power of two) that still leave every SM a program."""
+    per_sm = max(1, facts.n_lanes // max(1, facts.multiprocessors))
+    return 1 << (per_sm.bit_length() - 1)
+
+
 def narrow_strided_row(facts: RowFacts) -> bool:
     """Say whether a strided row read once is too long for a whole-row tile of 128-byte runs that fill the SMs."""
-    # With fewer lanes than SMs x a run, the looped row's lanes would be cut below a run too (no gain measured).
-    fills = facts.n_lanes // max(1, facts.multiprocessors) >= run_lanes(facts)
-    return strided_read_once(facts) and fills and strided_whole_lanes(facts) < run_lanes(facts)
+    # Where the SMs' share cuts the lanes below a run, the looped row would read short runs too (no gain measured).
+    return (strided_read_once(facts) and lanes_filling_the_sms(facts) >= run_lanes(facts)
+            and strided_whole_lanes(facts) < run_lanes(facts))

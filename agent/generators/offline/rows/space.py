@@ -11,7 +11,7 @@ from agent.generators.offline.render import next_pow2
 from agent.generators.offline.space import Space, pruned
 
 from .facts import RowFacts
-from .lanes import run_lanes, strided_lanes, strided_read_once, strided_whole_lanes
+from .lanes import lanes_filling_the_sms, run_lanes, strided_lanes, strided_read_once, strided_whole_lanes
 
 ROWS_PER_PROGRAM = (1, 2, 4, 8, 16, 32, 64)
 CHUNKS = (256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -99,8 +99,7 @@ def default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
     config = _default_row_config(facts, schedule)
     if config.block_m > 1 and schedule != "split_row":
         # No more rows per program than leave every SM a program (the search's own rule).
-        per_sm = max(1, facts.n_lanes // max(1, facts.multiprocessors))
-        config = config.model_copy(update={"block_m": min(config.block_m, 1 << (per_sm.bit_length() - 1))})
+        config = config.model_copy(update={"block_m": min(config.block_m, lanes_filling_the_sms(facts))})
     while config.num_warps > 1 and _tile(config, facts) < 32 * config.num_warps:
         config = config.model_copy(update={"num_warps": config.num_warps // 2})  # a thread per value at least
     if facts.ascend:
@@ -151,17 +150,16 @@ def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
             return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=1, num_warps=warps)
         if streamed_norm_row(facts):
             return LaunchConfig(schedule="looped_row", block_size=2048, block_m=1, num_warps=16)
-        if strided_read_once(facts):
-            # 64 rows of 128-byte runs a step on 8 warps (H200, mean over dim 1 in ms: [8, 4096, 4096] fp32 0.139
-            # against 0.384 for the whole row's 4 lanes, fp16 0.075 against 0.343; [16, 2048, 1024] fp32 0.042
-            # against 0.063; [64, 2048, 256] fp32 0.041 against 0.069).
-            return LaunchConfig(schedule="looped_row", block_size=min(64, next_pow2(facts.n_reduce)),
-                                block_m=run_lanes(facts), num_warps=8)
         chunk = min(2048 if not facts.strided else 64, next_pow2(facts.n_reduce))
         if padded_row(facts):
             # The chunk that wastes least of the last one (H100, softmax over 5000 fp16 columns: 0.093 ms with
             # 1024-element chunks and 4 warps, 0.111 ms with 2048 and 8).
             chunk = _least_padded_chunk(facts.n_reduce, (2048, 1024), 1.15, 512)
+        if strided_read_once(facts):
+            # 64 rows of 128-byte runs a step on 8 warps (H200, mean over dim 1 in ms: [8, 4096, 4096] fp32 0.139
+            # against 0.384 for the whole row's 4 lanes, fp16 0.075 against 0.343; [16, 2048, 1024] fp32 0.042
+            # against 0.063; [64, 2048, 256] fp32 0.041 against 0.069).
+            return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=run_lanes(facts), num_warps=8)
         rows = 1 if not facts.strided else 64
         return LaunchConfig(schedule="looped_row", block_size=chunk, block_m=rows, num_warps=4 if chunk >= 1024 else 2)
     row = next_pow2(facts.n_reduce)
