@@ -46,8 +46,8 @@ class LaunchConfig(BaseModel):
     block_size: int = 1024  # flat, persistent: elements per tile; rows: BLOCK_N; looped/split_row: BLOCK_K
     block_m: int = 1  # rows and the row schedules: rows per tile
     num_warps: int = 4
-    num_stages: int = 1  # persistent: software-pipelining depth of the tile loop
-    programs_per_sm: int = 4  # persistent, split_row: programs launched per streaming multiprocessor
+    num_stages: int = 1  # persistent, whole_row: software-pipelining depth of the tile loop
+    programs_per_sm: int = 4  # persistent, split_row, pipelined whole_row: programs per streaming multiprocessor
     block_k: int = 32  # tiled: the shared dim's step
     group_m: int = 8  # tiled: rows of tiles visited together (L2 reuse of the operand tiles)
 
@@ -56,6 +56,9 @@ class LaunchConfig(BaseModel):
         if self.schedule == "rows":
             return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_size, "NUM_WARPS": self.num_warps}
         if self.schedule == "whole_row":
+            if self.num_stages > 1:  # pipelined: a few programs per SM walk the tiles, loads staged ahead
+                return {"BLOCK_M": self.block_m, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages,
+                        "PROGRAMS_PER_SM": self.programs_per_sm}
             return {"BLOCK_M": self.block_m, "NUM_WARPS": self.num_warps}
         if self.schedule == "looped_row":
             return {"BLOCK_M": self.block_m, "BLOCK_K": self.block_size, "NUM_WARPS": self.num_warps}

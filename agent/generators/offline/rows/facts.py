@@ -28,6 +28,9 @@ class RowFacts:
     n_inner: int = 1  # strided: positions along the dims after the reduced ones (the lanes of one outer index)
     levels: int = 1  # levels of nested reductions (l2 normalize: 1, layer_norm's mean then variance: 2)
     online: bool = False  # the looped schedule carries a softmax's running max and sum in one pass
+    total: bool = False  # the kernel sums its rows' results per program (a loss's mean or sum)
+    streams: int = 1  # tensors read along each row (the row's input, then weights and biases)
+    widest: int = 4  # the widest input dtype's bytes
 
 
 def row_layout(graph: RowGraph) -> Layout:
@@ -45,11 +48,13 @@ def row_facts(spec: OpSpec, graph: RowGraph, device: DeviceInfo | None = None,
         reduce = math.prod(padded[d] for d in graph.dims)
         sizes.append((math.prod(padded) // max(1, reduce), reduce, math.prod(padded[graph.dims[-1] + 1:])))
     lanes, n_reduce, n_inner = max(sizes, key=lambda s: s[0] * s[1])
-    itemsize = min(2 if d in ("float16", "bfloat16") else 4 for case in spec.dtype_cases() for d in case.values())
+    sizes_of = [2 if d in ("float16", "bfloat16") else 4 for case in spec.dtype_cases() for d in case.values()]
+    itemsize = min(sizes_of)
     levels, online = reduction_levels(graph.root, graph.total)
     return RowFacts(
         n_reduce=n_reduce, n_lanes=lanes, itemsize=itemsize, strided=row_layout(graph) == "strided",
         multiprocessors=(device.multiprocessors if device else 0) or REFERENCE_MULTIPROCESSORS,
         ascend=bool(device and device.kind == "npu"), passes=looped_passes(graph.root, graph.total), n_inner=n_inner,
-        levels=levels, online=online,
+        levels=levels, online=online, total=graph.total is not None,
+        streams=len(graph.tile_inputs) + len(graph.row_inputs), widest=max(sizes_of),
     )

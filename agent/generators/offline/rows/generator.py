@@ -171,6 +171,9 @@ class RowGenerator:
         """Compute everything the templates need from the spec."""
         graph = self.graph(spec)
         layout = row_layout(graph)
+        if config.schedule == "whole_row" and config.num_stages > 1 and (layout != "last" or graph.total):
+            # Pipelined tiles walk rows along the last dim and keep no partial sums per program; others run plain.
+            config = config.model_copy(update={"num_stages": 1, "programs_per_sm": 4})
         wrapped = wrapped_groups(spec, graph)
         streamed = streamed_inputs(spec, graph)
         unwrapped = unwrapped_streamed(graph.tile_inputs, streamed, wrapped)
@@ -203,6 +206,7 @@ class RowGenerator:
             "output": spec.output,
             "formula": to_text(spec.expr),
             "schedule": config.schedule,
+            "pipelined": config.schedule == "whole_row" and config.num_stages > 1,
             "schedule_note": f"offline row engine; schedule `{config.schedule}`: {SCHEDULE_NOTES[config.schedule]}",
             "dims_text": ", ".join(str(d) for d in graph.dims),
             "rank": graph.rank,

@@ -12,6 +12,7 @@ from agent.generators.offline.space import Space, pruned
 
 from .facts import RowFacts
 from .lanes import lanes_filling_the_sms, run_lanes, strided_lanes, strided_read_once, strided_whole_lanes
+from .pipelined import STAGED_BYTES, pipelined_full_tile, pipelining_applies, staged_bytes
 
 ROWS_PER_PROGRAM = (1, 2, 4, 8, 16, 32, 64)
 CHUNKS = (256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -19,6 +20,9 @@ CHUNKS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 # pick for the mean over dim 1 of [64, 512, 1024] fp32 on an H200 was 8 rows of 64 lanes on 4 warps).
 STRIDED_CHUNKS = (8, 16, 32, 64, 128)
 WARPS = (1, 2, 4, 8, 16, 32)
+# A pipelined whole row's stages (buffers in shared memory) and programs per SM.
+PIPELINE_STAGES = (2, 3, 4)
+PIPELINE_PROGRAMS_PER_SM = (1, 2)
 # A split row's programs per SM over all its rows' spans.
 SPLIT_PROGRAMS_PER_SM = (1, 2, 4, 8, 16)
 # A split row's chunk in bytes of the input (4096 fp32 or 8192 fp16 elements).
@@ -57,6 +61,8 @@ def launched(config: LaunchConfig, facts: RowFacts) -> tuple[int, int]:
     if config.schedule == "split_row":
         # Each row tile's chunks are dealt out to enough programs for PROGRAMS_PER_SM on every SM.
         programs *= max(1, min(_splits(config, facts), math.ceil(facts.n_reduce / chunk)))
+    if config.schedule == "whole_row" and config.num_stages > 1:
+        programs = min(programs, config.programs_per_sm * facts.multiprocessors)
     return programs, rows * chunk
 
 
@@ -188,7 +194,10 @@ def _default_row_config(facts: RowFacts, schedule: Schedule) -> LaunchConfig:
         warps = 8 if few_bytes_per_barrier and tile * facts.itemsize <= 16384 else 16
     else:
         warps = 32
-    return LaunchConfig(schedule="whole_row", block_m=rows, num_warps=warps)
+    whole = LaunchConfig(schedule="whole_row", block_m=rows, num_warps=warps)
+    if rows == 1 and tile == MAX_TILE_ELEMENTS:
+        return pipelined_full_tile(facts, tile) or whole
+    return whole
 
 
 def row_space(facts: RowFacts, schedule: Schedule, preferred: Sequence[LaunchConfig] = ()) -> Space:
@@ -204,6 +213,9 @@ def row_space(facts: RowFacts, schedule: Schedule, preferred: Sequence[LaunchCon
     else:
         candidates = [LaunchConfig(schedule="whole_row", block_m=m, num_warps=w)
                       for m, w in itertools.product(ROWS_PER_PROGRAM, warps)]
+        if pipelining_applies(facts):
+            candidates += [LaunchConfig(schedule="whole_row", block_m=1, num_warps=w, num_stages=s, programs_per_sm=p)
+                           for w, s, p in itertools.product(warps, PIPELINE_STAGES, PIPELINE_PROGRAMS_PER_SM)]
     least_lanes = 1 if schedule == "split_row" else coalescing_lanes(facts, schedule)  # once, not per candidate
     return pruned(schedule, candidates, lambda c: _drop_reason(c, facts, least_lanes), lambda c: _rank(c, facts),
                   preferred)
@@ -224,6 +236,11 @@ def _drop_reason(config: LaunchConfig, facts: RowFacts, least_lanes: int = 1) ->
     if config.schedule == "whole_row" and next_pow2(facts.n_reduce) > MAX_TILE_ELEMENTS:
         return "row too long to hold in registers"
     tile = _tile(config, facts)
+    if config.schedule == "whole_row" and config.num_stages > 1:
+        if not pipelining_applies(facts):
+            return "pipelined rows run along the last dim, on CUDA, without per-program partial sums"
+        if staged_bytes(config, tile, facts) > STAGED_BYTES:
+            return "staged tiles larger than shared memory"
     threads = 32 * config.num_warps
     if not facts.ascend:
         if tile / threads > REGISTER_BUDGET:
