@@ -210,9 +210,17 @@ class Emitter:
         scope.lines.append(f"{carry} = {COMBINE[reducer].format(carry, REDUCE[reducer].format(masked, ax=self.ax))}")
         return merged
 
-    def chunk(self, start: str) -> list[str]:
+    def chunk(self, start: str, inside: bool = False) -> list[str]:
         mask = ("lane_mask[:, None] & k_mask[None, :]" if self.layout == "last"
                 else "k_mask[:, None] & lane_mask[None, :]")
+        if inside:
+            # A chunk wholly inside the row (rows along the last dim): constant masks, which the compiler folds
+            # out of every load and select. One row per program always exists (the grid has one per row).
+            kk = [f"kk = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    kk = kk.to(tl.int64)",
+                  "ks = kk - row_shift"] if self.shifted else [
+                  f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)"]
+            return kk + ["k_mask = tl.full([BLOCK_K], 1, tl.int1)", "if BLOCK_M == 1:", "    mask = k_mask[None, :]",
+                         "else:", f"    mask = {mask}"] + (["span_mask = mask"] if self.shifted else [])
         if self.shifted:
             # One unsigned compare per element: a column before the row's start wraps to a large value. With one
             # row per program the row exists, and the mask is the columns' alone (an instruction less per element).
@@ -231,10 +239,23 @@ class Emitter:
     def loop(self, body: Scope, start: str = "0", end: str = "n_reduce", step: str = "BLOCK_K") -> None:
         if self.shifted and end == "n_reduce":
             end = "n_reduce + row_shift"
-        self.outer.lines.append(f"for k0 in range({start}, {end}, {step}):")
         # The whole 16 bytes of the row's inner part: bounds that are multiples of ROW_VEC keep the stores wide.
         inner = (["store_mask = lane_mask[:, None] & ((kk >= n_head) & (kk < n_body))[None, :]"]
                  if self.store_shifted else [])
+        if self.layout == "last" and (start, step) == ("0", "BLOCK_K") and not self.carries:
+            # The chunks wholly inside the row first, without masks (a compare and a select less per element: on an
+            # H200, cross-entropy over [8192, 32000] fp16 0.1502 ms against 0.1608, bf16 with no reduction 0.1435
+            # against 0.1558), then the same body over the row's last, partial chunk. A row read from the boundary
+            # below its start has no such chunks. Not for scans: a cumsum over [2048, 65536] fp32 so written gave
+            # wrong sums on an H200 (right in the interpreter; unexplained).
+            self.outer.lines += ["n_full = n_reduce // BLOCK_K * BLOCK_K"]
+            if self.shifted:
+                self.outer.lines += ["if ROW_VEC > 1:", "    n_full = 0"]
+            self.outer.lines.append(f"for k0 in range(0, n_full, {step}):")
+            self.outer.lines += ["    " + line for line in self.chunk("k0", inside=True)
+                                 + (["store_mask = mask"] if self.store_shifted else []) + body.lines]
+            start = "n_full"
+        self.outer.lines.append(f"for k0 in range({start}, {end}, {step}):")
         self.outer.lines += ["    " + line for line in self.chunk("k0") + inner + body.lines]
 
     def ragged_ends(self, body: Scope) -> None:

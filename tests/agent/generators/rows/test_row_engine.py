@@ -170,7 +170,18 @@ def test_a_looped_row_takes_the_softmax_sum_in_the_same_pass_as_its_max(text: st
     spec = read_spec(text)
     generator = OfflineGenerator()
     files = generator.generate(spec, generator.default_config(spec, "looped_row", H100))
-    assert files.files[files.name_of("triton")].count("for k0 in range(0, n_reduce + row_shift, BLOCK_K):") == passes
+    source = files.files[files.name_of("triton")]
+    assert source.count("for k0 in range(n_full, n_reduce + row_shift, BLOCK_K):") == passes  # a partial chunk each
+    assert source.count("for k0 in range(0, n_full, BLOCK_K):") == passes  # the chunks inside the row, unmasked
+
+
+def test_a_looped_scan_reads_every_chunk_through_its_mask() -> None:
+    # Unmasked chunks inside the row gave a cumsum wrong sums on an H200: scans keep the one masked loop.
+    spec = read_spec("torch.cumsum(x, dim=-1) x [64, 50000] fp32")
+    generator = OfflineGenerator()
+    files = generator.generate(spec, generator.default_config(spec, "looped_row", H100))
+    source = files.files[files.name_of("triton")]
+    assert "n_full" not in source and source.count("for k0 in range(") == 1
 
 
 def test_a_vocabulary_row_read_once_when_looped_starts_looped() -> None:

@@ -94,3 +94,31 @@ def test_two_pass_vocabulary_rows_start_in_64_kb_fp32_or_16_kb_half_chunks() -> 
                                     h100)
     assert (fp32.block_size, fp32.num_warps) == (16384, 32)
     assert (bf16.block_size, bf16.num_warps) == (8192, 16)
+
+
+@pytest.mark.parametrize(("text", "reference"), [
+    ("softmax over the last dim of x [5, 200] fp32", lambda x: torch.softmax(x, -1)),  # two passes, a tile stored
+    ("torch.cumsum(x, dim=-1) x [5, 200] bf16", lambda x: torch.cumsum(x, -1)),  # a carry between chunks
+    ("layer norm of x [5, 192] fp32", lambda x: F.layer_norm(x, (x.shape[-1],))),  # three passes, no partial chunk
+    ("logsumexp of x [5, 200] over dim -1 bf16", lambda x: torch.logsumexp(x, -1)),  # one value per row
+])
+def test_chunks_inside_an_aligned_row_read_unmasked_and_its_last_chunk_masked(text: str, reference, tmp_path: Path
+                                                                             ) -> None:
+    kernel, module = _looped(text, tmp_path, block_size=64)
+    torch.manual_seed(3)
+    shape = read_spec(text).shape_cases()[0]["x"]
+    dtype = torch.bfloat16 if "bf16" in text else torch.float32
+    x = (torch.randn(shape) * 3).to(dtype)
+    x[1, -1], x[2, 0] = 60.0, -float("inf")  # the maximum in the partial chunk; a -inf in a chunk inside the row
+    assert module.row_vector(module.launch_plan((tuple(x.shape),), (x.dtype,))[-1], 1, (x,)) == 1  # not shifted
+    got, want = kernel(x), reference(x.double())
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got.double(), want, rtol=tolerance, atol=tolerance * max(1.0, shape[-1] ** 0.5),
+                               equal_nan=True)  # a row normalized with a -inf in it is NaN, as in PyTorch
+
+
+def test_a_loss_over_aligned_rows_sums_the_chunks_inside_the_row_and_the_last_one(tmp_path: Path) -> None:
+    cross_entropy, _ = _looped("F.cross_entropy(x, t) x [6, 200] fp32 t [6]", tmp_path, block_size=64)
+    torch.manual_seed(4)
+    x, t = torch.randn(6, 200) * 4, torch.tensor([0, 63, 64, 191, 192, 199])  # labels at the chunks' edges
+    torch.testing.assert_close(cross_entropy(x, t), F.cross_entropy(x.double(), t).float(), rtol=1e-5, atol=1e-5)
