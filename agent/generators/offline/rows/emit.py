@@ -247,7 +247,8 @@ class Emitter:
             # H200, cross-entropy over [8192, 32000] fp16 0.1502 ms against 0.1608, bf16 with no reduction 0.1435
             # against 0.1558), then the same body over the row's last, partial chunk. A row read from the boundary
             # below its start has no such chunks. Not for scans: a cumsum over [2048, 65536] fp32 so written gave
-            # wrong sums on an H200 (right in the interpreter; unexplained).
+            # wrong sums on an H200 (right in the interpreter, and on the GPU with the same loops masked: the
+            # compiler's, with `tl.cumsum` of a tile whose mask folded away).
             self.outer.lines += ["n_full = n_reduce // BLOCK_K * BLOCK_K"]
             if self.shifted:
                 self.outer.lines += ["if ROW_VEC > 1:", "    n_full = 0"]
