@@ -51,12 +51,17 @@ class LaunchConfig(BaseModel):
     block_k: int = 32  # tiled: the shared dim's step
     group_m: int = 8  # tiled: rows of tiles visited together (L2 reuse of the operand tiles)
 
+    @property
+    def pipelined(self) -> bool:
+        """Say whether whole rows are walked by a few programs per SM with their loads staged ahead."""
+        return self.schedule == "whole_row" and self.num_stages > 1
+
     def constants(self) -> dict[str, int]:
         """Return the module constants of `_triton.py` that hold this configuration."""
         if self.schedule == "rows":
             return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_size, "NUM_WARPS": self.num_warps}
         if self.schedule == "whole_row":
-            if self.num_stages > 1:  # pipelined: a few programs per SM walk the tiles, loads staged ahead
+            if self.pipelined:
                 return {"BLOCK_M": self.block_m, "NUM_WARPS": self.num_warps, "NUM_STAGES": self.num_stages,
                         "PROGRAMS_PER_SM": self.programs_per_sm}
             return {"BLOCK_M": self.block_m, "NUM_WARPS": self.num_warps}

@@ -213,23 +213,23 @@ class Emitter:
     def chunk(self, start: str, inside: bool = False) -> list[str]:
         mask = ("lane_mask[:, None] & k_mask[None, :]" if self.layout == "last"
                 else "k_mask[:, None] & lane_mask[None, :]")
+        # With one row per program the row exists, and the mask is the columns' alone (an instruction less).
+        one_row = ["if BLOCK_M == 1:", "    mask = k_mask[None, :]", "else:", f"    mask = {mask}"]
+        if self.shifted:
+            index = [f"kk = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    kk = kk.to(tl.int64)",
+                     "ks = kk - row_shift"]
+        else:
+            index = [f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)"]
         if inside:
             # A chunk wholly inside the row (rows along the last dim): constant masks, which the compiler folds
-            # out of every load and select. One row per program always exists (the grid has one per row).
-            kk = [f"kk = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    kk = kk.to(tl.int64)",
-                  "ks = kk - row_shift"] if self.shifted else [
-                  f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)"]
-            return kk + ["k_mask = tl.full([BLOCK_K], 1, tl.int1)", "if BLOCK_M == 1:", "    mask = k_mask[None, :]",
-                         "else:", f"    mask = {mask}"] + (["span_mask = mask"] if self.shifted else [])
+            # out of every load and select.
+            return index + ["k_mask = tl.full([BLOCK_K], 1, tl.int1)"] + one_row + (
+                ["span_mask = mask"] if self.shifted else [])
         if self.shifted:
-            # One unsigned compare per element: a column before the row's start wraps to a large value. With one
-            # row per program the row exists, and the mask is the columns' alone (an instruction less per element).
-            return [f"kk = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    kk = kk.to(tl.int64)",
-                    "ks = kk - row_shift", "k_mask = ks.to(tl.uint64 if INDEX_64 else tl.uint32) < n_reduce",
-                    "if BLOCK_M == 1:", "    mask = k_mask[None, :]", "else:", f"    mask = {mask}",
-                    "span_mask = lane_mask[:, None] & (kk < n_span)[None, :]"]
-        return [f"ks = {start} + tl.arange(0, BLOCK_K)", "if INDEX_64:", "    ks = ks.to(tl.int64)",
-                "k_mask = ks < n_reduce", f"mask = {mask}"]
+            # One unsigned compare per element: a column before the row's start wraps to a large value.
+            return index + ["k_mask = ks.to(tl.uint64 if INDEX_64 else tl.uint32) < n_reduce"] + one_row + [
+                "span_mask = lane_mask[:, None] & (kk < n_span)[None, :]"]
+        return index + ["k_mask = ks < n_reduce", f"mask = {mask}"]
 
     @property
     def tile_shape(self) -> str:

@@ -36,6 +36,7 @@ from .graph import topological
 from .helpers import ROW_HELPERS
 from .lanes import narrow_strided_row
 from .passes import emit_body
+from .pipelined import pipelines
 from .space import (
     MAX_TILE_ELEMENTS,
     default_row_config,
@@ -171,8 +172,8 @@ class RowGenerator:
         """Compute everything the templates need from the spec."""
         graph = self.graph(spec)
         layout = row_layout(graph)
-        if config.schedule == "whole_row" and config.num_stages > 1 and (layout != "last" or graph.total):
-            # Pipelined tiles walk rows along the last dim and keep no partial sums per program; others run plain.
+        if config.pipelined and not pipelines(layout != "last", graph.total is not None):
+            # Where a pipelined kernel cannot be written, the configuration's whole rows run plain.
             config = config.model_copy(update={"num_stages": 1, "programs_per_sm": 4})
         wrapped = wrapped_groups(spec, graph)
         streamed = streamed_inputs(spec, graph)
@@ -206,7 +207,7 @@ class RowGenerator:
             "output": spec.output,
             "formula": to_text(spec.expr),
             "schedule": config.schedule,
-            "pipelined": config.schedule == "whole_row" and config.num_stages > 1,
+            "pipelined": config.pipelined,
             "schedule_note": f"offline row engine; schedule `{config.schedule}`: {SCHEDULE_NOTES[config.schedule]}",
             "dims_text": ", ".join(str(d) for d in graph.dims),
             "rank": graph.rank,

@@ -10,9 +10,14 @@ from .facts import RowFacts
 STAGED_BYTES = 192 * 1024
 
 
+def pipelines(strided: bool, total: bool) -> bool:
+    """Say whether a kernel can walk its tiles pipelined: rows along the last dim, no partial sums per program."""
+    return not strided and not total
+
+
 def pipelining_applies(facts: RowFacts) -> bool:
-    """Say whether the rows may be pipelined: along the last dim, on CUDA, with no partial sums per program."""
-    return not facts.strided and not facts.ascend and not facts.total
+    """Say whether the rows may be pipelined: as `pipelines` allows, on CUDA (measured there only)."""
+    return pipelines(facts.strided, facts.total) and not facts.ascend
 
 
 def staged_bytes(config: LaunchConfig, tile: int, facts: RowFacts) -> int:

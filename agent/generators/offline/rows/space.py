@@ -61,7 +61,7 @@ def launched(config: LaunchConfig, facts: RowFacts) -> tuple[int, int]:
     if config.schedule == "split_row":
         # Each row tile's chunks are dealt out to enough programs for PROGRAMS_PER_SM on every SM.
         programs *= max(1, min(_splits(config, facts), math.ceil(facts.n_reduce / chunk)))
-    if config.schedule == "whole_row" and config.num_stages > 1:
+    if config.pipelined:
         programs = min(programs, config.programs_per_sm * facts.multiprocessors)
     return programs, rows * chunk
 
@@ -236,7 +236,7 @@ def _drop_reason(config: LaunchConfig, facts: RowFacts, least_lanes: int = 1) ->
     if config.schedule == "whole_row" and next_pow2(facts.n_reduce) > MAX_TILE_ELEMENTS:
         return "row too long to hold in registers"
     tile = _tile(config, facts)
-    if config.schedule == "whole_row" and config.num_stages > 1:
+    if config.pipelined:
         if not pipelining_applies(facts):
             return "pipelined rows run along the last dim, on CUDA, without per-program partial sums"
         if staged_bytes(config, tile, facts) > STAGED_BYTES:
