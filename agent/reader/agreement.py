@@ -41,6 +41,21 @@ def positive_inputs(expr: Expr) -> set[str]:
 
 
 
+def product_inputs(expr: Expr) -> set[str]:
+    """Return the inputs multiplied together along a dim (prod, cumprod), directly or through elementwise ops."""
+    found: set[str] = set()
+
+    def visit(e: Expr, multiplied: bool) -> None:
+        if isinstance(e, Ref) and multiplied:
+            found.add(e.name)
+        if isinstance(e, Node):
+            elementwise = registry.get(e.op).family == "elementwise"
+            for arg in e.args:
+                visit(arg, e.op in ("prod", "cumprod") or multiplied and elementwise)
+
+    visit(expr, False)
+    return found
+
 
 def small_types(types: dict[str, ValueType]) -> dict[str, ValueType]:
     """Map each distinct size above 8 to a distinct small odd size, consistently across inputs."""

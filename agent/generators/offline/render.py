@@ -118,12 +118,18 @@ def spec_flops(spec: OpSpec) -> list[int]:
     return [total_flops(spec.expr, spec.input_types(case, dtypes)) for case in spec.shape_cases()]
 
 
-def sample_draw(shape: list[int], dtype: str, positive: bool, index_high: int | None = None) -> str:
+def sample_draw(shape: list[int], dtype: str, positive: bool, index_high: int | None = None,
+                product_length: int | None = None) -> str:
     """Return the expression the self-checks draw an input with (positive inputs stay inside log's domain)."""
     dims = ", ".join(str(d) for d in shape)
     if index_high is not None:
         size = f"({dims}{',' if len(shape) == 1 else ''})"
         return f"torch.randint(0, {index_high}, {size}, dtype=torch.{dtype}, device=device)"
+    if product_length is not None and not positive:
+        # Multiplied along rows of this length: magnitudes near 1, so that no product over- or underflows.
+        spread = round(2.0 / math.sqrt(max(1, product_length)), 6)
+        return (f"((torch.randn({dims}, device=device) * {spread}).exp()"
+                f" * (torch.rand({dims}, device=device) < 0.5).mul(2).sub(1)).to(torch.{dtype})")
     draw = f"torch.rand({dims}, device=device) * 3.75 + 0.25" if positive else f"torch.randn({dims}, device=device)"
     return f"({draw}).to(torch.{dtype})"
 
