@@ -120,8 +120,13 @@ def _default_split_config(facts: RowFacts) -> LaunchConfig:
     # bf16 at 66% with 8192-element chunks and 16 warps, 42% with 4096 and 8.
     lanes = strided_lanes(facts)
     chunk = min(SPLIT_CHUNK_BYTES // facts.itemsize // lanes, next_pow2(facts.n_reduce))
-    return LaunchConfig(schedule="split_row", block_size=chunk, block_m=lanes, programs_per_sm=4,
-                        num_warps=8 if facts.itemsize >= 4 else 16)
+    config = LaunchConfig(schedule="split_row", block_size=chunk, block_m=lanes, programs_per_sm=4,
+                          num_warps=8 if facts.itemsize >= 4 else 16)
+    # Where the wrapper would cap the spans at one per chunk ([64, 20000] fp16), fewer programs per SM launch the
+    # same grid, and the search space, which drops the capped configurations, then holds the default.
+    while config.programs_per_sm > 1 and _drop_reason(config, facts) == "more spans than chunks in a row":
+        config = config.model_copy(update={"programs_per_sm": config.programs_per_sm // 2})
+    return config
 
 
 def _least_padded_chunk(n_reduce: int, chunks: tuple[int, ...], most: float, fallback: int) -> int:

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from agent.generators.offline.dispatch import OfflineGenerator
+from agent.generators.offline.rows.generator import launched_on
 from agent.generators.offline.rows.split import split_refusal
 from agent.reader import read_spec
 from agent.runner import run_job
@@ -68,6 +69,19 @@ def test_the_split_defaults_take_16_kb_chunks_and_four_programs_per_sm() -> None
     space = generator.config_space(read_spec("x.sum(dim=0), x [4194304, 8] fp32"), "split_row", H100)
     assert space.kept and all(c.block_m >= 8 for c in space.kept)
     assert "uncoalesced" in space.summary()
+
+
+@pytest.mark.parametrize("text", ["torch.sum(x, dim=-1) x [64, 20000] fp16",
+                                  "torch.amax(x, dim=-1) x [64, 20000] bf16"])
+def test_a_split_default_over_few_long_half_rows_is_in_its_own_search_and_launches_the_same_grid(text: str) -> None:
+    generator = OfflineGenerator()
+    spec = read_spec(text)
+    default = generator.default_config(spec, "split_row", H100)
+    # A configuration a diagnosis prefers is measured unless the space drops it: the default is not dropped.
+    assert default in generator.config_space(spec, "split_row", H100, preferred=[default]).kept
+    four_per_sm = default.model_copy(update={"programs_per_sm": 4})  # the rule's figure, capped by the wrapper
+    case = spec.shape_cases()[0]
+    assert launched_on(spec, default, case, H100) == launched_on(spec, four_per_sm, case, H100)
 
 
 CASES: list[tuple[str, Reference]] = [
