@@ -2,8 +2,10 @@
 
     python scripts/bench_rows.py generate DIR [--match TEXT] (any machine: read each spec, or those holding TEXT,
                                                         and write the files per variant)
-    python scripts/bench_rows.py run DIR OUT [--variants] [--gpus N] (the accelerator: the defaults, or else the
-        variants; with --gpus, N processes at a time, each alone on one of N GPUs of the host)
+    python scripts/bench_rows.py run DIR OUT [--variants] [--gpus N] [--warm K] (the accelerator: the defaults, or
+        else the variants; with --gpus, N processes at a time, each alone on one of N GPUs of the host; with
+        --warm, every file first runs once, K at a time, untimed, so that the timed runs find Triton's and
+        torch.compile's caches filled: sixteen specs then fit one call)
 
 `generate` writes DIR/<n>_<op>/<variant>/ with the four files: `default` (the schedule and configuration a job
 starts from, timed beside torch.compile), and with --variants the other schedule's default and the two
@@ -137,8 +139,9 @@ def time_variant(variant: Path, parts: Path, gpu: str | None, cores: set[int] | 
             for case in result.get("cases", [])], ""
 
 
-def run(folder: Path, out: Path, gpus: int) -> None:
+def run(folder: Path, out: Path, gpus: int, warm: int) -> None:
     """Time every variant, each alone on one of `gpus` GPUs, and print one row per spec (default) or variant."""
+    started = time.time()
     out.mkdir(parents=True, exist_ok=True)
     variants = [v for v in sorted(p for p in folder.glob("*/*") if p.is_dir())
                 # one call times the defaults beside torch.compile, another the variants
@@ -161,6 +164,11 @@ def run(folder: Path, out: Path, gpus: int) -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_rows_") as kept, ThreadPoolExecutor(max(1, gpus)) as pool:
         parts = Path(kept)
+        if warm > 1:  # compiling is the slow part; results of runs sharing a GPU are thrown away
+            (parts / "warm").mkdir()
+            with ThreadPoolExecutor(warm) as warming:
+                list(warming.map(lambda v: time_variant(v, parts / "warm", None), variants))
+            print(f"warmed the caches in {time.time() - started:.0f} s", flush=True)
         rows = [row for found in pool.map(on_a_free_gpu, variants) for row in found]
     (out / "rows.json").write_text(json.dumps(rows, indent=1))
     print(f"{'spec':58} {'variant':14} {'triton ms':>9} {'GB/s':>7} {'%copy':>6} {'x eager':>7} {'x compile':>9}")
@@ -181,4 +189,5 @@ if __name__ == "__main__":
     else:
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
         gpus = int(sys.argv[sys.argv.index("--gpus") + 1]) if "--gpus" in sys.argv else 1
-        run(Path(sys.argv[2]), Path(sys.argv[3]), gpus)
+        warm = int(sys.argv[sys.argv.index("--warm") + 1]) if "--warm" in sys.argv else 0
+        run(Path(sys.argv[2]), Path(sys.argv[3]), gpus, warm)

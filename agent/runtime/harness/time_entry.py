@@ -6,16 +6,21 @@ Copied next to the four files (with harness_common.py) and run in the sandbox:
 
 For every spec shape and dtype: fresh standard-normal inputs, one checked call, then
 triton.testing.do_bench (median after warm-up, L2 flushed between runs) of the kernel and of the
-PyTorch reference. Bytes are each input read once plus the output written once. The result has the
+PyTorch reference, in turns, ROUNDS times each; each time is the median of its rounds, as in the
+offline performance test. Bytes are each input read once plus the output written once. The result has the
 fields of the offline performance test, so the roofline and the diagnosis read it the same way.
 """
 
 import math
+import statistics
 import sys
 
 from harness_common import float64_reference, import_entries, main_with_plan, random_inputs
 
 SUSPECT_SHARE_OF_COPY = 1.10
+# Kernel and reference take turns, ROUNDS of ROUND_MS each: a drift of the clocks falls on both alike.
+ROUNDS = 3
+ROUND_MS = 70
 
 
 def main() -> int:
@@ -34,8 +39,8 @@ def measure(plan: dict) -> dict:
 
     params = plan["params"]
 
-    def bench(fn) -> float:
-        return float(triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median"))
+    def bench(fn, rep: int = 200) -> float:
+        return float(triton.testing.do_bench(fn, warmup=50, rep=rep, return_mode="median"))
 
     source = torch.randn(64 * 1024 * 1024, device=device)
     target = torch.empty_like(source)
@@ -54,8 +59,11 @@ def measure(plan: dict) -> dict:
             if not bool(((got - expected).abs() <= atol + rtol * expected.abs())[finite].all()):
                 return {"status": "fail", "message": f"the kernel disagrees with the reference on {shapes} {dtypes}"}
             n_bytes = sum(t.numel() * t.element_size() for t in inputs) + out.numel() * out.element_size()
-            triton_ms = bench(lambda args=inputs: entry(*args, **params))
-            eager_ms = bench(lambda args=inputs: ref(*args, **params))
+            rounds: tuple[list[float], list[float]] = ([], [])
+            for _ in range(ROUNDS):
+                rounds[0].append(bench(lambda args=inputs: entry(*args, **params), ROUND_MS))
+                rounds[1].append(bench(lambda args=inputs: ref(*args, **params), ROUND_MS))
+            triton_ms, eager_ms = (statistics.median(times) for times in rounds)
             gbs = n_bytes / (triton_ms * 1e-3) / 1e9
             case = {"shapes": shapes, "dtypes": dtypes, "bytes": n_bytes, "triton_ms": triton_ms,
                     "eager_ms": eager_ms, "speedup": eager_ms / triton_ms, "gbs": gbs,
