@@ -2,6 +2,8 @@
 
 import importlib.util
 import itertools
+import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -27,3 +29,11 @@ def load_triton_module(files: KernelFiles, folder: Path) -> ModuleType:
     sys.modules[unique] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_accuracy_file(folder: Path, op: str) -> dict:
+    """Run the generated `<op>_accuracy.py` in its folder and return its JSON verdict."""
+    done = subprocess.run([sys.executable, f"{op}_accuracy.py", "--json", "result.json"], cwd=folder,
+                          capture_output=True, text=True, timeout=600)
+    assert (folder / "result.json").exists(), done.stdout + done.stderr
+    return json.loads((folder / "result.json").read_text())

@@ -195,7 +195,8 @@ class RowGenerator:
         tolerance = spec.tolerances[first_dtype]
         tolerances = {d: (t.rtol, t.atol) for d, t in sorted(spec.tolerances.items())} | {"int64": (0.0, 0.0)}
         positive = sorted(positive_inputs(spec.expr) & set(names))
-        # Inputs of a product along the reduced dims, as long as the main input's (the view pads shapes on the left).
+        # Inputs of a product along the reduced dims: each is multiplied as many times as the main input's rows are
+        # long, broadcast or not.
         multiplied = sorted(product_inputs(spec.expr) & set(names) - set(positive))
         indices = spec.index_inputs()
         params = {p.name: p.value for p in spec.params}
@@ -249,8 +250,8 @@ class RowGenerator:
                                    + [f"float({p.name})" for p in spec.params]),
             "inputs": [{"name": t.name, "sample": sample_draw(smoke[t.name], t.dtypes[0], t.name in positive,
                                                               _index_high(indices.get(t.name), smoke),
-                                                              _product_length(graph, smoke[t.name])
-                                                              if t.name in multiplied else None),
+                                                              row_length(graph, smoke) if t.name in multiplied
+                                                              else None),
                         "reference_arg": f"{t.name}.cpu()" + ("" if t.name in indices else ".double()")}
                        for t in spec.inputs],
             "index_inputs": pretty({n: [i.data, i.axis, i.ignored] for n, i in indices.items()}) if indices else "",
@@ -267,7 +268,8 @@ class RowGenerator:
             "dtype_cases": pretty(spec.dtype_cases()),
             "tolerances": pretty(tolerances),
             "positive": positive,
-            "product_inputs": pretty({n: [graph.rank, list(graph.dims)] for n in multiplied}) if multiplied else "",
+            "product_inputs": pretty({n: [main, graph.rank, list(graph.dims)] for n in multiplied})
+            if multiplied else "",
             "params_dict": repr(params),
             "spec_flops": spec_flops(spec),
             "device_peaks": pretty({k: PEAKS[k] for k in sorted(PEAKS, key=len, reverse=True)}),
@@ -284,12 +286,6 @@ class RowGenerator:
 def row_length(graph: RowGraph, case: dict[str, list[int]]) -> int:
     """Return the elements along the reduced dims in a shape case."""
     shape = graph.iteration_shapes(case)[graph.tile_inputs[0]] if graph.tile_inputs else ()
-    padded = [1] * (graph.rank - len(shape)) + list(shape)
-    return math.prod(padded[d] for d in graph.dims)
-
-
-def _product_length(graph: RowGraph, shape: list[int]) -> int:
-    """Count the elements of a shape along the graph's reduced dims (the shape padded on the left to its rank)."""
     padded = [1] * (graph.rank - len(shape)) + list(shape)
     return math.prod(padded[d] for d in graph.dims)
 

@@ -4,9 +4,6 @@ Class targets are drawn in range with some entries set to the ignored index; eac
 schedules, in float32 and a half type, on the spec's shape and an odd one.
 """
 
-import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +18,7 @@ from agent.reader import read_spec
 from agent.reader.agreement import positive_inputs
 from agent.runtime.devices import DeviceInfo
 from agent.spec import OpSpec
-from tests.agent.generators.kernels import load_triton_module
+from tests.agent.generators.kernels import load_triton_module, run_accuracy_file
 
 CPU = DeviceInfo(kind="cpu", name="cpu")
 Reference = Callable[..., torch.Tensor]
@@ -102,22 +99,15 @@ def test_a_loss_reduced_to_one_number_inside_a_larger_formula_is_refused_with_th
     assert refusal is not None and "reduction='none'" in refusal
 
 
-def _accuracy_run(folder: Path, op: str) -> dict:
-    done = subprocess.run([sys.executable, f"{op}_accuracy.py", "--json", "result.json"], cwd=folder,
-                          capture_output=True, text=True, timeout=600)
-    assert (folder / "result.json").exists(), done.stdout + done.stderr
-    return json.loads((folder / "result.json").read_text())
-
-
 def test_the_accuracy_file_draws_ignored_targets_and_catches_a_kernel_that_counts_them(tmp_path: Path) -> None:
     spec = read_spec("cross entropy, logits [6, 40] fp16, labels [6]")
     generator = OfflineGenerator()
     files = generator.generate(spec, generator.default_config(spec, "whole_row", CPU))
     for name, source in files.files.items():
         (tmp_path / name).write_text(source)
-    verdict = _accuracy_run(tmp_path, spec.name)
+    verdict = run_accuracy_file(tmp_path, spec.name)
     assert verdict["status"] == "pass" and verdict["cases_run"] >= 10
     kernel = tmp_path / f"{spec.name}_triton.py"
     assert kernel.read_text().count("!= -100.0") == 1
     kernel.write_text(kernel.read_text().replace("!= -100.0", "!= -99.0"))  # ignored rows would count
-    assert _accuracy_run(tmp_path, spec.name)["status"] == "fail"
+    assert run_accuracy_file(tmp_path, spec.name)["status"] == "fail"

@@ -11,6 +11,7 @@ from agent.generators.offline.dispatch import OfflineGenerator
 from agent.reader import read_spec
 from agent.reader.agreement import product_inputs
 from agent.runtime.devices import DeviceInfo
+from tests.agent.generators.kernels import run_accuracy_file
 
 CPU = DeviceInfo(kind="cpu", name="cpu")
 
@@ -63,16 +64,9 @@ def test_a_product_over_long_rows_passes_its_accuracy_file_and_a_wrong_kernel_fa
     files = generator.generate(spec, generator.default_config(spec, "looped_row", CPU))
     for name, source in files.files.items():
         (tmp_path / name).write_text(source)
-
-    def verdict() -> dict:
-        done = subprocess.run([sys.executable, f"{spec.name}_accuracy.py", "--json", "result.json"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=600)
-        assert (tmp_path / "result.json").exists(), done.stdout + done.stderr
-        return json.loads((tmp_path / "result.json").read_text())
-
-    assert verdict()["status"] == "pass"
+    assert run_accuracy_file(tmp_path, spec.name)["status"] == "pass"
     kernel = tmp_path / f"{spec.name}_triton.py"
     wrong = kernel.read_text().replace("return a * b\n", "return a * b * 1.0001\n")  # off by 1e-4 per step
     assert wrong != kernel.read_text()
     kernel.write_text(wrong)
-    assert verdict()["status"] == "fail"
+    assert run_accuracy_file(tmp_path, spec.name)["status"] == "fail"
