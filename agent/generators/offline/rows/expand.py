@@ -12,7 +12,7 @@ from agent.ir.printer import to_text
 from agent.ir.types import ValueType
 
 from .expander import Expander, NotRowLowerable, RowGraph, Space, Value, attr, full_rule, scalar
-from .graph import INDEX, LENGTH, RowNode, Total, code, mean, reduce, scan
+from .graph import EXP_DIFF, INDEX, LENGTH, RowNode, Total, code, mean, reduce, scan
 from .losses import LOSS_RULES
 from .norms import NORM_RULES
 
@@ -75,19 +75,19 @@ def _logsumexp(v: RowNode) -> RowNode:
     top = reduce("shift_max", v)
     # A row of -inf (or one holding +inf) keeps its max as the result instead of inf - inf.
     shift = code('tl.where(tl.abs({0}) == float("inf"), 0.0, {0})', top)
-    total = reduce("sum", code("tl.exp({0} - {1})", v, shift))
+    total = reduce("sum", code(EXP_DIFF, v, shift))
     return code("(tl.log({0}) + {1})", total, shift)
 
 
 def _softmax(v: RowNode) -> RowNode:
-    shifted = code("tl.exp({0} - {1})", v, reduce("shift_max", v))
+    shifted = code(EXP_DIFF, v, reduce("shift_max", v))
     return code("({0} / {1})", shifted, reduce("sum", shifted))
 
 
 def _log_softmax(v: RowNode) -> RowNode:
     top = reduce("shift_max", v)
     # The sum of exp(v - max) is an online sum: the looped schedule takes it in the same pass as the max.
-    return code("({0} - {1} - tl.log({2}))", v, top, reduce("sum", code("tl.exp({0} - {1})", v, top)))
+    return code("({0} - {1} - tl.log({2}))", v, top, reduce("sum", code(EXP_DIFF, v, top)))
 
 
 def _normalize(x: Expander, e: Node, v: RowNode) -> RowNode:

@@ -12,7 +12,7 @@ from agent.ir.expr import Node
 from agent.ir.printer import to_text
 
 from .expander import Expander, NotRowLowerable, Value, attr, operand, scalar
-from .graph import INDEX, LENGTH, RowNode, Total, code, number, pick, reduce
+from .graph import EXP_DIFF, INDEX, LENGTH, RowNode, Total, code, number, pick, reduce
 
 _REDUCTIONS = ("none", "sum", "mean", "batchmean")
 
@@ -65,7 +65,7 @@ def _class_loss(x: Expander, e: Node) -> Value:
     # log(sum(exp(v - max))): the sum of a shifted exponential, which the looped schedule takes in the same pass as
     # the max (an online softmax); every other sum below reads v itself, so one pass over the row does it all.
     top = reduce("shift_max", v)
-    log_sum = code("tl.log({0})", reduce("sum", code("tl.exp({0} - {1})", v, top))) if e.op == "cross_entropy" \
+    log_sum = code("tl.log({0})", reduce("sum", code(EXP_DIFF, v, top))) if e.op == "cross_entropy" \
         else None
     if x.shape(target) == shape:
         if log_sum is None:

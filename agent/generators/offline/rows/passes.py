@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .emit import COMBINE, REDUCE, Emitter, KernelSource, Layout, Scope, shifted_store
-from .graph import IDENTITY, RowNode, Total, depth, topological
+from .graph import EXP_DIFF, IDENTITY, RowNode, Total, depth, topological
 
 
 def online_sums(roots: tuple[RowNode, ...]) -> dict[RowNode, RowNode]:
     """Find the sums of exp(a - max(a)) over a loaded value a: each maps to its max, taken in the same pass."""
     found = {}
     for node in topological(*roots):
-        if node.kind == "reduce" and node.text == "sum" and node.args[0].text == "tl.exp({0} - {1})":
+        if node.kind == "reduce" and node.text == "sum" and node.args[0].text == EXP_DIFF:
             shifted, top = node.args[0].args
             if top.kind == "reduce" and top.text == "shift_max" and top.args[0] == shifted and depth(shifted) == 0:
                 found[node] = top
@@ -83,8 +83,8 @@ def reduction_pass(emitter: Emitter, roots: tuple[RowNode, ...], level: int, lev
             scale, terms = emitter.fresh("scale"), emitter.fresh("terms")
             shifted = emitter.value(total_node.args[0].args[0], body)
             body.lines += [
-                f'{scale} = tl.where({new_top} == -float("inf"), 0.0, tl.exp({acc} - {new_top}))',
-                f"{terms} = tl.where(mask, tl.exp({shifted} - {emitter.spread(new_top)}), 0.0)",
+                f'{scale} = tl.where({new_top} == -float("inf"), 0.0, {EXP_DIFF.format(acc, new_top)})',
+                f"{terms} = tl.where(mask, {EXP_DIFF.format(shifted, emitter.spread(new_top))}, 0.0)",
                 f"{found.accumulators[total_node]} = {found.accumulators[total_node]} * {scale} + "
                 f"tl.sum({terms}, axis={emitter.ax})",
             ]
