@@ -147,6 +147,10 @@ def _rule_order(
         # A memory-bound looped row re-reads its input once per reduction level: one pass in registers first,
         # unless the generator itself put the looped row first (read once anyway, or rows too long to hold).
         rereads = current == "looped_row" and schedules[:1] != ["looped_row"]
+        if current == "looped_row" and not rereads and "whole_row" in switches:
+            # "Fewer passes" cannot hold where the generator chose the looped row (H200, cross-entropy over 32000
+            # fp16 columns: whole_row -36%); the switch stays, last, with the prediction it can honestly carry.
+            switches["whole_row"] = (switches["whole_row"][0], _WHOLE_AFTER_LOOPED_WHY, _WHOLE_AFTER_LOOPED_GAIN)
         if bottleneck == "under-utilized" and "split_row" in others:
             order = ["split_row", "search", *others]  # too few rows for the SMs: spread each row first
         elif bottleneck == "memory" and rereads:
@@ -219,6 +223,10 @@ _SWITCH_WHY = {
     "split_row": "Fewer rows than SMs leave most of the GPU idle: cut each row into spans taken by separate "
                  "programs, the last of which folds their partials (logic edit, then a search).",
 }
+_WHOLE_AFTER_LOOPED_WHY = ("The generator starts this row looped because the looped row reads it once, or because a "
+                           "row this long spills when held whole; holding it in registers is the one schedule left "
+                           "(logic edit: all four files regenerated, then its configurations searched).")
+_WHOLE_AFTER_LOOPED_GAIN = "+0-10% (no pass to save; a long row held whole may spill)"
 _SWITCH_GAIN = {"rows": "+5-20% (grid layout, data reuse)", "persistent": "+0-10% (scheduling overhead)",
                 "flat": "+0-10%", "whole_row": "+20-60% (fewer passes over the input)",
                 "looped_row": "+0-30% (no spills on long rows)",

@@ -248,6 +248,19 @@ def test_a_looped_row_the_generator_starts_looped_is_searched_before_trying_the_
                                                               switch_key("looped_row", "whole_row")]
 
 
+def test_a_row_the_generator_starts_looped_is_not_promised_fewer_passes_by_the_row_in_registers() -> None:
+    # The H200's cross-entropy job was told "+20-60% (fewer passes)" for whole_row, and lost 36%.
+    looped = LaunchConfig(schedule="looped_row", block_size=4096, block_m=1, num_warps=4)
+    placement, counters = _placed("A_poor_start_target_5", 0)
+    for schedules, promised in ((LOOPED_FIRST, False), (ROW_SCHEDULES, True)):
+        d = diagnose_version(placement, counters, speedup=1.0, target=None, current=looped, schedules=schedules,
+                             row_broadcast=False, done={search_key("looped_row")}, patterns=[])
+        assert d.action is not None and d.action.key == switch_key("looped_row", "whole_row")
+        assert ("fewer passes" in d.predicted_gain) is promised
+        assert ("once per reduction level" in d.change) is promised
+        assert promised or d.predicted_gain.startswith("+0-10%")
+
+
 def test_a_row_in_registers_searches_first_then_tries_the_looped_row() -> None:
     whole = LaunchConfig(schedule="whole_row", block_m=1, num_warps=16)
     for bottleneck in ("memory", "under-utilized", "compute"):
