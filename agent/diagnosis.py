@@ -135,8 +135,11 @@ def _rule_order(
 ) -> list[tuple[Action, str, str]]:
     search = (Action(key=search_key(current), schedule=current, expected_edit="parameter"),
               _SEARCH_WHY.get(bottleneck, _SEARCH_WHY["memory"]), "+5-30% (block size / warps)")
+    # The generator put the looped row first: it reads the row once anyway, or the row is too long to hold.
+    looped_first = current == "looped_row" and schedules[:1] == ["looped_row"]
     switches: dict[str, tuple[Action, str, str]] = {
-        s: (Action(key=switch_key(current, s), schedule=s, expected_edit="logic"), _SWITCH_WHY[s], _SWITCH_GAIN[s])
+        s: (Action(key=switch_key(current, s), schedule=s, expected_edit="logic"),
+            *(_WHOLE_AFTER_LOOPED if s == "whole_row" and looped_first else (_SWITCH_WHY[s], _SWITCH_GAIN[s])))
         for s in schedules if s != current
     }
     if "rows" in switches and not row_broadcast:
@@ -145,12 +148,8 @@ def _rule_order(
     if current in ROW_SCHEDULES:
         others = [s for s in schedules if s != current]
         # A memory-bound looped row re-reads its input once per reduction level: one pass in registers first,
-        # unless the generator itself put the looped row first (read once anyway, or rows too long to hold).
-        rereads = current == "looped_row" and schedules[:1] != ["looped_row"]
-        if current == "looped_row" and not rereads and "whole_row" in switches:
-            # "Fewer passes" cannot hold where the generator chose the looped row (H200, cross-entropy over 32000
-            # fp16 columns: whole_row -36%); the switch stays, last, with the prediction it can honestly carry.
-            switches["whole_row"] = (switches["whole_row"][0], _WHOLE_AFTER_LOOPED_WHY, _WHOLE_AFTER_LOOPED_GAIN)
+        # unless the generator itself put the looped row first.
+        rereads = current == "looped_row" and not looped_first
         if bottleneck == "under-utilized" and "split_row" in others:
             order = ["split_row", "search", *others]  # too few rows for the SMs: spread each row first
         elif bottleneck == "memory" and rereads:
@@ -223,10 +222,12 @@ _SWITCH_WHY = {
     "split_row": "Fewer rows than SMs leave most of the GPU idle: cut each row into spans taken by separate "
                  "programs, the last of which folds their partials (logic edit, then a search).",
 }
-_WHOLE_AFTER_LOOPED_WHY = ("The generator starts this row looped because the looped row reads it once, or because a "
-                           "row this long spills when held whole; holding it in registers is the one schedule left "
-                           "(logic edit: all four files regenerated, then its configurations searched).")
-_WHOLE_AFTER_LOOPED_GAIN = "+0-10% (no pass to save; a long row held whole may spill)"
+# The row in registers after a looped row the generator chose: "fewer passes" cannot hold there (H200, cross-entropy
+# over 32000 fp16 columns: whole_row -36%), so the switch stays last with the prediction it can honestly carry.
+_WHOLE_AFTER_LOOPED = ("The generator starts this row looped because the looped row reads it once, or because a row "
+                       "this long spills when held whole; holding it in registers is the one schedule left (logic "
+                       "edit: all four files regenerated, then its configurations searched).",
+                       "+0-10% (no pass to save; a long row held whole may spill)")
 _SWITCH_GAIN = {"rows": "+5-20% (grid layout, data reuse)", "persistent": "+0-10% (scheduling overhead)",
                 "flat": "+0-10%", "whole_row": "+20-60% (fewer passes over the input)",
                 "looped_row": "+0-30% (no spills on long rows)",
