@@ -245,14 +245,28 @@ class Emitter:
         if self.layout == "last" and (start, step) == ("0", "BLOCK_K") and not self.carries:
             # The chunks wholly inside the row first, without masks (a compare and a select less per element: on an
             # H200, cross-entropy over [8192, 32000] fp16 0.1502 ms against 0.1608, bf16 with no reduction 0.1435
-            # against 0.1558), then the same body over the row's last, partial chunk. A row read from the boundary
-            # below its start has no such chunks. Not for scans: a cumsum over [2048, 65536] fp32 so written gave
-            # wrong sums on an H200 (right in the interpreter, and on the GPU with the same loops masked: the
-            # compiler's, with `tl.cumsum` of a tile whose mask folded away).
-            self.outer.lines += ["n_full = n_reduce // BLOCK_K * BLOCK_K"]
+            # against 0.1558), then the same body over the row's last, partial chunk. Not for scans: a cumsum over
+            # [2048, 65536] fp32 so written gave wrong sums on an H200 (right in the interpreter, and on the GPU
+            # with the same loops masked: the compiler's, with `tl.cumsum` of a tile whose mask folded away).
+            first = "0"
             if self.shifted:
-                self.outer.lines += ["if ROW_VEC > 1:", "    n_full = 0"]
-            self.outer.lines.append(f"for k0 in range(0, n_full, {step}):")
+                # A row read from the boundary below its start: its first chunk masked (it holds the elements
+                # before the row), then without masks the chunks that end by the row's last 16-byte boundary
+                # (n_body). Every chunk masked, on an H200 (ms): cross-entropy (none) over [8192, 50257] bf16 0.289
+                # against 0.245, softmax over [4096, 50257] fp16 0.332 against 0.319, log_softmax bf16 0.313
+                # against 0.302. Chunks shorter than 16 bytes (rows under ROW_VEC elements) are all masked.
+                if "n_first = 0" not in self.outer.lines:  # said once, before the first pass
+                    self.outer.lines += ["# The first chunk holds the elements before the row (masked); the chunks",
+                                         "# after it up to the row's last 16-byte boundary hold the row's alone."]
+                self.outer.lines += ["n_first = 0", "n_last = n_body", "if ROW_VEC > 1:", "    n_last = 0",
+                                     "    if BLOCK_K >= ROW_VEC:", "        n_first = BLOCK_K",
+                                     "        n_last = n_body"]
+                self.outer.lines += ["        " + line for line in self.chunk("0") + inner + body.lines]
+                self.outer.lines += ["n_full = n_first + tl.maximum(n_last - n_first, 0) // BLOCK_K * BLOCK_K"]
+                first = "n_first"
+            else:
+                self.outer.lines += ["n_full = n_reduce // BLOCK_K * BLOCK_K"]
+            self.outer.lines.append(f"for k0 in range({first}, n_full, {step}):")
             self.outer.lines += ["    " + line for line in self.chunk("k0", inside=True)
                                  + (["store_mask = mask"] if self.store_shifted else []) + body.lines]
             start = "n_full"

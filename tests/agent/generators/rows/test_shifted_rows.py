@@ -122,3 +122,34 @@ def test_a_loss_over_aligned_rows_sums_the_chunks_inside_the_row_and_the_last_on
     torch.manual_seed(4)
     x, t = torch.randn(6, 200) * 4, torch.tensor([0, 63, 64, 191, 192, 199])  # labels at the chunks' edges
     torch.testing.assert_close(cross_entropy(x, t), F.cross_entropy(x.double(), t).float(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_shifted_rows_chunks_between_its_first_chunk_and_last_boundary_are_read_without_masks(tmp_path: Path
+                                                                                                ) -> None:
+    generator = OfflineGenerator()
+    spec = read_spec("log_softmax over the last dim of x [4096, 50257] bf16")
+    config = generator.default_config(spec, "looped_row", DeviceInfo(kind="cuda", name="NVIDIA H100",
+                                                                     multiprocessors=132))
+    source = generator.generate(spec, config).files["log_softmax_triton.py"]
+    # Both passes (the online max and sum, then the output) walk the row's inside chunks unmasked.
+    inside = source.split("for k0 in range(n_first, n_full, BLOCK_K):")
+    assert len(inside) == 3
+    assert all("k_mask = tl.full([BLOCK_K], 1, tl.int1)" in loop.split("for k0 in")[0] for loop in inside[1:])
+
+
+@pytest.mark.parametrize("length", [9, 23, 24, 40, 47])
+def test_rows_of_every_offset_sum_each_element_once_across_first_inside_and_last_chunks(length: int,
+                                                                                        tmp_path: Path) -> None:
+    # 16-element chunks over rows starting at each of the eight offsets of a 16-byte group: rows inside two
+    # chunks, rows whose last 16-byte boundary ends an inside chunk exactly, rows with a partial last chunk.
+    log_softmax, module = _looped(f"log_softmax over the last dim of x [8, {length}] bf16", tmp_path, block_size=16)
+    cross_entropy, _ = _looped(f"F.cross_entropy(x, t, reduction='none') x [8, {length}] bf16 t [8]", tmp_path,
+                               block_size=16)
+    torch.manual_seed(length)
+    x = (torch.randn(8, length) * 3).to(torch.bfloat16)
+    x[:, 0], x[:, -1] = 40.0, -30.0  # a neighbour's extremes next to every row's ends
+    assert module.row_vector(1, 1, (x,)) == 8
+    t = torch.tensor([0, length - 1, 7, 8, 15, 16, length // 2, 1]).clamp(max=length - 1)
+    torch.testing.assert_close(log_softmax(x).double(), torch.log_softmax(x.double(), -1), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(cross_entropy(x, t).double(), F.cross_entropy(x.double(), t, reduction="none"),
+                               rtol=2e-2, atol=2e-2)
