@@ -86,6 +86,7 @@ class Emitter:
         self.shifted_inputs = shifted
         self.shifted = bool(shifted)
         self.store_shifted = False  # set for the output pass of a row written whole (see shifted_store)
+        self.unmask_shifted = True  # a shifted row's inside chunks unmasked (see loop; emit_body says where not)
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -249,12 +250,10 @@ class Emitter:
             # [2048, 65536] fp32 so written gave wrong sums on an H200 (right in the interpreter, and on the GPU
             # with the same loops masked: the compiler's, with `tl.cumsum` of a tile whose mask folded away).
             first = "0"
-            if self.shifted:
-                # A row read from the boundary below its start: its first chunk masked (it holds the elements
-                # before the row), then without masks the chunks that end by the row's last 16-byte boundary
-                # (n_body). Every chunk masked, on an H200 (ms): cross-entropy (none) over [8192, 50257] bf16 0.289
-                # against 0.245, softmax over [4096, 50257] fp16 0.332 against 0.319, log_softmax bf16 0.313
-                # against 0.302. Chunks shorter than 16 bytes (rows under ROW_VEC elements) are all masked.
+            if self.shifted and self.unmask_shifted:
+                # A row read from the boundary below its start: the first chunk masked, then unmasked up to the
+                # last 16-byte boundary (H200, ms, against every chunk masked: cross-entropy (none) over [8192,
+                # 50257] bf16 0.245 against 0.289, softmax fp16 0.319 against 0.332). Under 16-byte chunks: masked.
                 if "n_first = 0" not in self.outer.lines:  # said once, before the first pass
                     self.outer.lines += ["# The first chunk holds the elements before the row (masked); the chunks",
                                          "# after it up to the row's last 16-byte boundary hold the row's alone."]
@@ -266,6 +265,8 @@ class Emitter:
                 first = "n_first"
             else:
                 self.outer.lines += ["n_full = n_reduce // BLOCK_K * BLOCK_K"]
+                if self.shifted:
+                    self.outer.lines += ["if ROW_VEC > 1:", "    n_full = 0"]
             self.outer.lines.append(f"for k0 in range({first}, n_full, {step}):")
             self.outer.lines += ["    " + line for line in self.chunk("k0", inside=True)
                                  + (["store_mask = mask"] if self.store_shifted else []) + body.lines]

@@ -35,7 +35,7 @@ from .facts import RowFacts, row_facts, row_layout
 from .graph import topological
 from .helpers import ROW_HELPERS
 from .lanes import narrow_strided_row
-from .passes import emit_body
+from .passes import emit_body, unmasks_shifted_rows
 from .pipelined import pipelines
 from .space import (
     MAX_TILE_ELEMENTS,
@@ -235,6 +235,8 @@ class RowGenerator:
             "aligned_names": aligned if layout != "last" else [],
             "shift_names": list(shifted),
             "store_shifted": bool(shifted) and shifted_store(graph.root),
+            "row_bounds": bool(shifted) and (shifted_store(graph.root)
+                                             or unmasks_shifted_rows(graph.root, graph.total)),
             "input_names": names,
             "params": spec.params,
             "body": kernel.text,

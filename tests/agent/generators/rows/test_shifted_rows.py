@@ -124,17 +124,24 @@ def test_a_loss_over_aligned_rows_sums_the_chunks_inside_the_row_and_the_last_on
     torch.testing.assert_close(cross_entropy(x, t), F.cross_entropy(x.double(), t).float(), rtol=1e-5, atol=1e-5)
 
 
-def test_a_shifted_rows_chunks_between_its_first_chunk_and_last_boundary_are_read_without_masks(tmp_path: Path
-                                                                                                ) -> None:
+@pytest.mark.parametrize(("text", "unmasked_loops"), [
+    ("log_softmax over the last dim of x [4096, 50257] bf16", 2),  # written back: both passes
+    ("F.cross_entropy(x, t, reduction='none') x [8192, 50257] bf16 t [8192]", 1),  # reduced online only
+    ("logsumexp of x [4096, 50257] over dim -1 bf16", 0),  # a value per row folded into tile accumulators
+    ("F.cross_entropy(x, t, label_smoothing=0.1) x [4096, 50257] fp32 t [4096]", 0),  # (slower unmasked)
+])
+def test_a_shifted_rows_chunks_after_its_first_are_unmasked_where_that_was_faster(text: str,
+                                                                                   unmasked_loops: int) -> None:
     generator = OfflineGenerator()
-    spec = read_spec("log_softmax over the last dim of x [4096, 50257] bf16")
+    spec = read_spec(text)
     config = generator.default_config(spec, "looped_row", DeviceInfo(kind="cuda", name="NVIDIA H100",
                                                                      multiprocessors=132))
-    source = generator.generate(spec, config).files["log_softmax_triton.py"]
-    # Both passes (the online max and sum, then the output) walk the row's inside chunks unmasked.
+    source = generator.generate(spec, config).files[f"{spec.name}_triton.py"]
     inside = source.split("for k0 in range(n_first, n_full, BLOCK_K):")
-    assert len(inside) == 3
+    assert len(inside) - 1 == unmasked_loops
     assert all("k_mask = tl.full([BLOCK_K], 1, tl.int1)" in loop.split("for k0 in")[0] for loop in inside[1:])
+    if not unmasked_loops:  # every chunk masked, as the loop over the row's chunks then starts at 0
+        assert "    n_full = 0" in source and "n_head" not in source
 
 
 @pytest.mark.parametrize("length", [9, 23, 24, 40, 47])
