@@ -87,6 +87,7 @@ class Emitter:
         self.shifted = bool(shifted)
         self.store_shifted = False  # set for the output pass of a row written whole (see shifted_store)
         self.unmask_shifted = True  # a shifted row's inside chunks unmasked (see loop; emit_body says where not)
+        self.first_chunk_told = False  # the comment on a shifted row's first chunk is written once, not per pass
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -254,7 +255,8 @@ class Emitter:
                 # A row read from the boundary below its start: the first chunk masked, then unmasked up to the
                 # last 16-byte boundary (H200, ms, against every chunk masked: cross-entropy (none) over [8192,
                 # 50257] bf16 0.245 against 0.289, softmax fp16 0.319 against 0.332). Under 16-byte chunks: masked.
-                if "n_first = 0" not in self.outer.lines:  # said once, before the first pass
+                if not self.first_chunk_told:
+                    self.first_chunk_told = True
                     self.outer.lines += ["# The first chunk holds the elements before the row (masked); the chunks",
                                          "# after it up to the row's last 16-byte boundary hold the row's alone."]
                 self.outer.lines += ["n_first = 0", "n_last = n_body", "if ROW_VEC > 1:", "    n_last = 0",

@@ -28,6 +28,11 @@ def pass_levels(roots: tuple[RowNode, ...], online: dict[RowNode, RowNode]) -> d
     return level
 
 
+def root_values(root: RowNode, total: Total | None = None) -> tuple[RowNode, ...]:
+    """Return the values a kernel computes per row: the root, and a total's denominator where it has one."""
+    return (root,) if total is None or total.denominator is None else (root, total.denominator)
+
+
 def unmasks_shifted_rows(root: RowNode, total: Total | None = None) -> bool:
     """Say whether a looped row read from the boundary below its start takes its inside chunks unmasked.
 
@@ -36,7 +41,7 @@ def unmasks_shifted_rows(root: RowNode, total: Total | None = None) -> bool:
     [4096, 50257] bf16 0.243 against 0.223; cross-entropy with label smoothing over [4096, 50257] fp32 0.235
     against 0.232).
     """
-    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
+    roots = root_values(root, total)
     online = online_sums(roots)
     paired = set(online) | set(online.values())
     return root.level == "tile" or not any(n.kind == "reduce" and n not in paired for n in topological(*roots))
@@ -44,7 +49,7 @@ def unmasks_shifted_rows(root: RowNode, total: Total | None = None) -> bool:
 
 def reduction_levels(root: RowNode, total: Total | None = None) -> tuple[int, bool]:
     """Return the levels of nested reductions and whether a softmax's sum rides with its running max in one."""
-    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
+    roots = root_values(root, total)
     online = online_sums(roots)
     return max(pass_levels(roots, online).values()), bool(online)
 
@@ -121,7 +126,7 @@ def emit_body(root: RowNode, layout: Layout, looped: bool, output: str, total: T
     # it for the next one (evict_last). A whole row written back as a tile takes no hint: evict_first there slowed
     # log_softmax over [4096, 32000] fp32 7% on an H200 (2% on an H100), l2 normalize and instance_norm fp32 3-6%,
     # and no such kernel ran faster with it.
-    roots = (root,) if total is None or total.denominator is None else (root, total.denominator)
+    roots = root_values(root, total)
     if not looped:
         emitter.stream_policy = "" if root.level == "tile" else "evict_first"
         emitter.outer.lines += emitter.chunk("0")
