@@ -48,6 +48,9 @@ class Reading(BaseModel):
     max_rounds: int | None = None
     notes: list[str] = Field(default=[], description="What was assumed or checked while reading.")
     ignored: list[str] = Field(default=[], description="Text the reading did not use.")
+    accounting: str = Field(default="accounted", description="The accounting pass's verdict: 'accounted' when every "
+                                                             "word of the text is used by the reading or is filler; "
+                                                             "'code' when the spec is code, checked against itself.")
     code: CodeSpec | None = Field(default=None, description="The user's code, when the spec is code.")
 
     def render(self) -> str:

@@ -13,7 +13,7 @@ from agent.ir.infer import infer
 from agent.ir.printer import to_statements, to_text
 from agent.ir.types import IRError, ScalarType, TensorType, ValueType
 from agent.reader.compose import compose
-from agent.reader.dedupe import dedupe
+from agent.reader.dedupe import collapse_restated_chain, dedupe
 from agent.reader.errors import SpecQuestion
 from agent.reader.inputs import InputInfo, merge, resolve_shapes
 from agent.reader.lexer import tokenize
@@ -81,7 +81,8 @@ def assemble(found: Found, norm: str, catalogue: Catalogue) -> OpSpec:
         formula.expr, kept = keep_reduced_dims(expr_in, types)
         notes += aligned_in + kept
     composition = compose(scene)
-    expr, notes = composition.expr, notes + list(composition.notes)
+    expr, restated = collapse_restated_chain(composition.expr, norm)
+    notes = notes + list(composition.notes) + restated
     expr, aligned = align_vectors(expr, types, cue)
     notes += aligned
     _check_used(found, composition, order, expr, label)
@@ -119,10 +120,13 @@ def _check_definitions(found: Found) -> list[str]:
 
     notes = []
     for formula in [f for f in found.formulas if f.definition]:
-        variable = names(formula.expr)[0] if names(formula.expr) else "t"
+        defined = re.search(r"\((\w+)", formula.definition)
+        variable = defined.group(1) if defined else names(formula.expr)[0] if names(formula.expr) else "t"
         sample = torch.linspace(-4.0, 4.0, 97, dtype=torch.float64)
+        # Parameters both sides name (a negative slope) get one arbitrary value: they agree for every value.
+        env: dict[str, object] = {n: 0.37 for n in names(formula.expr)} | {variable: sample}
         try:
-            error = float(evaluate(formula.expr, {variable: sample}).abs().max())
+            error = float(evaluate(formula.expr, env).abs().max())
         except (RuntimeError, TypeError, ValueError):
             error = float("inf")
         text = found.ledger.text[formula.lhs_start or formula.start:formula.end]

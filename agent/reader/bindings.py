@@ -102,7 +102,27 @@ def find_bindings(ledger: Ledger, loose_names: set[str]) -> dict[str, Binding]:
             continue
         found[name] = Binding(name, [_number(m.group("value"))], m.start(), m.end())
         ledger.claim(m.start(), m.end(), "binding")
+    _signature_defaults(ledger, found)
     return found
+
+
+_SIGNATURE = re.compile(r"\bdef\s+\w+\s*\((?P<args>[^()]*)\)|^[ \t]*(?:Wrapper Entry Information:\s*)?[\w.]+\s*"
+                        r"\((?P<bare>[^()]*)\)\s*->", re.M)
+
+
+def _signature_defaults(ledger: Ledger, found: dict[str, Binding]) -> None:
+    """A signature's numeric default (`def sub(input, other, *, alpha=1)`) binds a name the formula uses."""
+    text = ledger.text
+    for m in _SIGNATURE.finditer(text):
+        group = "args" if m.group("args") is not None else "bare"
+        for arg in re.finditer(rf"(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>{_NUM})(?![\w.])", m.group(group)):
+            name = arg.group("name")
+            start, end = m.start(group) + arg.start(), m.start(group) + arg.end()
+            ledger.claim(start, end, "signature default")  # a default is no number the spec asks to use
+            elsewhere = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+            if name in found or not re.search(rf"(?<![\w.]){re.escape(name)}(?![\w(])", elsewhere):
+                continue  # a default no formula uses changes nothing
+            found[name] = Binding(name, [_number(arg.group("value"))], start, end)
 
 
 def _inside_brackets(text: str, position: int) -> bool:

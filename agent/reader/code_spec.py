@@ -67,7 +67,7 @@ def _spec(reading: CodeReading, prose: str, dtype: str | None) -> OpSpec:
         source="code", op=name, family=family, ir=spec.formula, pytorch="\n".join(to_statements(reading.expr, "out")),
         inputs=[InputReading(name=t.name, dtypes=list(t.dtypes), shapes=t.shapes, role=i.role)
                 for t, i in zip(inputs, reading.inputs, strict=True)],
-        output_shapes=[list(o.shape) for o in outputs], output_dtype=outputs[0].dtype,
+        output_shapes=[list(o.shape) for o in outputs], output_dtype=outputs[0].dtype, accounting="code",
         notes=[*notes, "your code is the reference: the generated baseline runs it, and the reading was checked "
                f"against it on 3 random inputs (max abs error {reading.max_abs_error:.1e})"],
         code=CodeSpec(source=reading.runnable or reading.source, entry=reading.entry, kind=reading.kind,

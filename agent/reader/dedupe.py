@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agent.ir.expr import Ref
+from agent.ir.expr import Expr, Node, Ref
 from agent.ir.types import IRError, TensorType
 from agent.reader.agreement import agree
 from agent.reader.phrases import Hit
@@ -56,3 +56,24 @@ def _qualifies(a: Hit, b: Hit, scene: Scene) -> bool:
         return False
     definition = a.entry.check or a.entry.formula or ""
     return bool(re.search(rf"(?<![\w.]){re.escape(b.entry.op)}\s*\(", definition))
+
+
+_AGAIN = re.compile(r"\b(?:twice|again|two times|2 times|repeated(?:ly)?|iterated)\b|两次|再次|重复", re.I)
+
+
+def collapse_restated_chain(expr: Expr, text: str) -> tuple[Expr, list[str]]:
+    """Read a chain the text states twice (`exp followed by sqrt ... Returns the exponential followed by square
+    root`) once: a description that restates its steps asks for them once, unless it says twice."""
+    chain: list[Node] = []
+    node: Expr = expr
+    while isinstance(node, Node) and len([a for a in node.args if isinstance(a, (Node, Ref))]) == 1:
+        chain.append(node)
+        node = next(a for a in node.args if isinstance(a, (Node, Ref)))
+    half = len(chain) // 2
+    if half < 2 or len(chain) % 2 or _AGAIN.search(text):
+        return expr, []
+    outer, inner = chain[:half], chain[half:]
+    if [(n.op, n.attrs) for n in outer] != [(n.op, n.attrs) for n in inner]:
+        return expr, []
+    steps = " then ".join(n.op for n in reversed(inner))
+    return inner[0], [f"the text states the chain {steps} twice; read as one chain (say 'twice' to apply it twice)"]

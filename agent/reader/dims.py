@@ -85,7 +85,13 @@ def find_dims(ledger: Ledger) -> list[DimPhrase]:
                 continue
             found.append(DimPhrase(dims, m.start(), m.end(), kind))
             ledger.claim(m.start(), m.end(), "dim")
-    return sorted(found, key=lambda d: d.start)
+    # A `Parameters: dim = 0` line states the axis; prose around it ("the sum of each row") describes the op.
+    lines = [(m.start(), m.end()) for m in _PARAMETERS_LINE.finditer(ledger.text)]
+    stated = [d for d in found if any(s <= d.start < e for s, e in lines)]
+    return sorted(stated or found, key=lambda d: d.start)
+
+
+_PARAMETERS_LINE = re.compile(r"(?im)^[ \t#*-]*(?:parameters?|params|参数)\s*[:：].*$")
 
 
 def find_keepdim(ledger: Ledger) -> bool | None:

@@ -8,8 +8,10 @@ from agent.spec import SpecError
 class SpecQuestion(SpecError):
     """A spec the reader will not turn into a kernel without an answer from the person who wrote it."""
 
-    def __init__(self, question: str, *, understood: str = "", example: str = "") -> None:
+    def __init__(self, question: str, *, understood: str = "", example: str = "",
+                 unaccounted: list[str] | None = None) -> None:
         self.question = question.strip()
+        self.unaccounted = list(unaccounted or [])  # the accounting pass's lines, when it raised the question
         self.understood = understood.strip()
         self.example = example.strip()
         parts = [self.question]

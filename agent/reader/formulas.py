@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from agent.catalogue import Catalogue
+from agent.catalogue.entries import alias_words
 from agent.ir.expr import Const, Expr, Node, Ref, names, walk
 from agent.ir.parse import ParseError, parse_text
 from agent.ir.types import IRError
@@ -165,8 +166,13 @@ def find_definitions(ledger: Ledger, catalogue: Catalogue) -> list[Formula]:
         formula = _longest_at(view, m.end(), catalogue, {m.group("v")})
         if formula is None:
             continue
+        # The definition may use the helper's parameters by name (`LeakyReLU(x) = max(0,x) + negative_slope *
+        # min(0,x)`): the catalogue's helper then takes them by the same names, so the two agree for any value.
+        entry = catalogue.by_name.get(m.group("f").lower()) or catalogue.by_alias.get(alias_words(m.group("f")))
+        taken = [n for n in names(formula.expr) if n != m.group("v") and entry is not None and entry.param(n)]
+        keywords = "".join(f", {n}={n}" for n in taken)
         try:
-            named = parse_text(f"{m.group('f')}({m.group('v')})", macros=catalogue.macro)
+            named = parse_text(f"{m.group('f')}({m.group('v')}{keywords})", macros=catalogue.macro)
         except (ParseError, IRError):
             continue
         formula.definition = f"{m.group('f')}({m.group('v')})"
@@ -200,6 +206,9 @@ def find_formulas(ledger: Ledger, view: str, catalogue: Catalogue, declared: set
         if formula is None:
             i += 1
             continue
+        if _is_signature(view, formula):
+            i = formula.end  # `def f(input, dim) -> Tensor`: the operator's signature, not a formula over its inputs
+            continue
         found.append(formula)
         i = formula.end
     for f in found:
@@ -208,6 +217,12 @@ def find_formulas(ledger: Ledger, view: str, catalogue: Catalogue, declared: set
         f.constraint = f.lhs is None and isinstance(f.expr, Node) and f.expr.op in ("gt", "ge", "lt", "le", "ne") \
             and any(isinstance(a, Const) for a in f.expr.args)
     return found
+
+
+def _is_signature(view: str, formula: Formula) -> bool:
+    """Tell whether a call is a signature: after `def`, or before `->` (the return type)."""
+    return bool(re.search(r"\bdef\s+$", view[max(0, formula.start - 8):formula.start])
+                or re.match(r"\s*->", view[formula.end:formula.end + 6]))
 
 
 def unknown_calls(view: str) -> list[str]:

@@ -36,13 +36,29 @@ def merge(decls: list[Decl], output: str | None) -> tuple[dict[str, InputInfo], 
             if name == output:
                 continue
             current = info.setdefault(name, InputInfo(name, position=decl.start))
-            if decl.shapes and current.shapes and [s.dims for s in current.shapes] != [s.dims for s in decl.shapes]:
+            if decl.shapes and current.shapes and _same_shapes(current.shapes, decl.shapes):
+                # `input (B, N)` in a description and `input [2, 3]` in an Inputs line: the sizes are the shape
+                if all(not s.symbols for s in decl.shapes):
+                    current.shapes = list(decl.shapes)
+            elif decl.shapes and current.shapes and [s.dims for s in current.shapes] != [s.dims for s in decl.shapes]:
                 raise SpecQuestion(
                     f"{name} is given two different shapes: {_show(current.shapes)} and {_show(decl.shapes)}; "
                     "which one is it?", example=f"{name} {_show(decl.shapes)}")
             current.shapes = current.shapes or list(decl.shapes)
             current.dtypes = current.dtypes or list(decl.dtypes)
     return info, unnamed
+
+
+def _same_shapes(one: list[Shape], other: list[Shape]) -> bool:
+    """Tell whether two written shapes agree where both give a size (a symbol agrees with any size)."""
+    if len(one) != len(other):
+        return False
+    for a, b in zip(one, other, strict=True):
+        if len(a.dims) != len(b.dims):
+            return False
+        if any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a.dims, b.dims, strict=True)):
+            return False
+    return True
 
 
 def _show(shapes: list[Shape]) -> str:

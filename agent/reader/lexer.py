@@ -120,6 +120,12 @@ def find_ranges(ledger: Ledger) -> list[Token]:
     return found
 
 
+# Words of a signature's type annotations (`dim (int, optional)`, `out (Tensor, optional)`): never dim names.
+TYPE_WORDS = {"tensor", "tensors", "bool", "boolean", "int", "integer", "float", "str", "string", "optional",
+              "list", "tuple", "dtype", "callable", "number", "scalar", "sequence", "dict", "none", "any",
+              "required", "keyword", "positional", "default", "ndarray", "array", "module", "generator"}
+
+
 def find_shapes(ledger: Ledger) -> list[Token]:
     """Find written shapes: [a, b], (a, b), a x b, `N rows and M columns`, `vector of length N`."""
     text = ledger.masked()
@@ -146,6 +152,9 @@ def find_shapes(ledger: Ledger) -> list[Token]:
         dims = _dims(items)
         glued = m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
         if dims is None or glued and not re.search(r"(?:shape|size|dims?)\s*$", text[:m.start()], re.I):
+            continue
+        if any(isinstance(d, str) and d.lower() in TYPE_WORDS for d in dims):
+            ledger.claim(m.start(), m.end(), "type annotation")  # `input (Tensor, optional)`: a type, not a shape
             continue
         single = len(dims) == 1 and not items.rstrip().endswith(",")
         cue = re.search(r"(?:shape|size|形状|大小|尺寸|dims?)\s*(?:=|:|is|为|of)?\s*$",

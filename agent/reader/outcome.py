@@ -21,6 +21,9 @@ class ReadOutcome(BaseModel):
     understood: str | None = Field(default=None, description="The 'Understood as' block, as a job shows it.")
     reading: Reading | None = Field(default=None, description="The same reading, field by field.")
     question: str | None = Field(default=None, description="What the reader needs to know; null when it read.")
+    accounting: str | list[str] = Field(default="accounted", description="'accounted' when every word of the spec "
+                                        "is used by the reading (or is filler; 'code' for a code spec), else the "
+                                        "stretches of the text the reading left out, each with why.")
 
 
 def read_outcomes(text: str, work_dir: Path) -> list[ReadOutcome]:
@@ -34,8 +37,11 @@ def read_outcomes(text: str, work_dir: Path) -> list[ReadOutcome]:
         try:
             spec = read_spec(task, work_dir=work_dir / f"task-{number}")
         except SpecError as exc:
-            outcomes.append(ReadOutcome(task=title, status="question", question=str(exc)))
+            left_out = getattr(exc, "unaccounted", [])
+            outcomes.append(ReadOutcome(task=title, status="question", question=str(exc),
+                                        accounting=left_out or "not reached"))
             continue
         understood = spec.reading.render() if spec.reading is not None else spec.formula
-        outcomes.append(ReadOutcome(task=title, status="read", understood=understood, reading=spec.reading))
+        outcomes.append(ReadOutcome(task=title, status="read", understood=understood, reading=spec.reading,
+                                    accounting=spec.reading.accounting if spec.reading else "accounted"))
     return outcomes

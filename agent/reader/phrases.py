@@ -206,7 +206,9 @@ def _say_choice(ledger: Ledger, says: tuple[str, ...], choices: list[str], lo: i
                 hi: int) -> tuple[str, tuple[int, int]] | None:
     """Find `reduction='sum'`, `reduction 取 sum`, `reduction: none`, `归约方式：求和` in the window."""
     masked = ledger.masked()
-    words = {c.lower(): c for c in choices} | {w: v for w, v in _CHOICE_WORDS.items() if v in choices}
+    words = {c.lower(): c for c in choices if c} | {w: v for w, v in _CHOICE_WORDS.items() if v in choices}
+    if not words:  # a parameter of free values (`approximate` with no flags listed): nothing to choose from
+        return None
     options = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
     for say in sorted(says, key=len, reverse=True):
         bounded = rf"(?<![\w]){_phrase_pattern(say)}" if say.isascii() else _phrase_pattern(say)

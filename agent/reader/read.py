@@ -9,13 +9,17 @@ from pathlib import Path
 from agent.catalogue import load_catalogue
 from agent.ir.types import IRError
 from agent.reader import fields as fl
+from agent.reader.accounting import account
 from agent.reader.assemble import assemble
 from agent.reader.code import CodeSource, find_code
 from agent.reader.errors import ReaderBug, SpecQuestion
 from agent.reader.scan import scan_text
+from agent.reader.signature_docs import blank_argument_docs
+from agent.reader.subscripts import drop_element_subscripts
 from agent.reader.taskbook import task_headings
 from agent.reader.text import normalize
 from agent.reader.vocabulary import UNSUPPORTED_DTYPE
+from agent.reading import Reading
 from agent.spec import OpSpec, SpecError
 
 log = logging.getLogger(__name__)
@@ -54,7 +58,9 @@ def _read(text: str, work_dir: Path | None) -> OpSpec:
         from agent.reader.code_spec import read_code_spec
 
         return read_code_spec(code, work_dir)
-    bad = UNSUPPORTED_DTYPE.search(norm)
+    # The accounting pass reads every word; the reader reads what says the operator (argument docs left out).
+    full, norm = norm, drop_element_subscripts(blank_argument_docs(norm))
+    bad = _unsupported_dtype(norm)
     if bad:
         raise SpecQuestion(f"dtype {bad.group(0)!r} is not supported; kernels are generated for float32, float16, "
                            "bfloat16 (int64/bool only for indices, targets and masks); which dtype should it be?",
@@ -62,6 +68,8 @@ def _read(text: str, work_dir: Path | None) -> OpSpec:
     catalogue = load_catalogue()
     found = scan_text(norm, catalogue)
     spec = assemble(found, norm, catalogue)
+    if spec.reading is not None:
+        _account(full, spec.reading)
     device = fl.find_device(norm, found.fields)
     extra: dict[str, object] = {}
     speedup = fl.find_speedup(norm, found.fields)
@@ -79,6 +87,34 @@ def _read(text: str, work_dir: Path | None) -> OpSpec:
     reading = spec.reading.model_copy(update={"device": device, "target_speedup": speedup, "max_rounds": rounds}) \
         if spec.reading else None
     return spec.model_validate(spec.model_dump() | update | {"reading": reading})
+
+
+_INPUTS_LINE = re.compile(r"(?im)^[ \t#*-]*(?:inputs?|outputs?|输入|输出)\s*[:：].*$")
+
+
+def _unsupported_dtype(text: str) -> re.Match[str] | None:
+    """Find a dtype kernels are not generated for; where an `Inputs:` line gives the dtypes, only there."""
+    lines = [(m.start(), m.end()) for m in _INPUTS_LINE.finditer(text)]
+    for bad in UNSUPPORTED_DTYPE.finditer(text):
+        # Prose such as "works with integer, float, and complex inputs" says what torch accepts, not the spec's
+        # dtype, once a structured line states it.
+        if not lines or any(s <= bad.start() < e for s, e in lines):
+            return bad
+    return None
+
+
+def _account(text: str, reading: Reading) -> None:
+    """Refuse a reading that leaves out words the text says (a parameter, an operation, a modifier)."""
+    accounting = account(text, reading)
+    if accounting.accounted:
+        return
+    lines = accounting.lines()
+    listed = "\n".join(f"  - {line}" for line in lines)
+    raise SpecQuestion(f"the reading does not account for every part of the spec:\n{listed}\nwhat should "
+                       f"{'it' if len(lines) == 1 else 'they'} change?",
+                       understood=f"{reading.pytorch.strip()} (what the kernel would compute without them)",
+                       example="a formula that uses every part, e.g. 'out = softmax(x / 0.7, dim=-1)'",
+                       unaccounted=lines)
 
 
 def _find_code(text: str) -> CodeSource | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agent.ir.expr import Expr, Node, Ref, walk
+from agent.ir.expr import Expr, Node, Ref, substitute, walk
 from agent.ir.types import FLOAT_DTYPES, ScalarType, TensorType, ValueType
 from agent.reader.errors import SpecQuestion
 from agent.reader.inputs import InputInfo
@@ -25,6 +25,15 @@ def name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: 
         infos[missing[0]] = InputInfo(missing[0], list(unnamed[0].shapes), list(unnamed[0].dtypes),
                                       position=unnamed[0].start)
         return
+    unused = [n for n in infos if n not in refs]
+    if len(missing) == 1 and len(unused) == 1 and not unnamed:
+        # `Math: y = sigmoid(x)` over a signature `f(input)`: the formula's one free tensor is the one input it
+        # does not name
+        mapping: dict[str, Expr] = {missing[0]: Ref(unused[0])}
+        for formula in found.formulas:
+            formula.expr = substitute(formula.expr, mapping)
+        refs[refs.index(missing[0])] = unused[0]
+        return
     if missing:
         first = missing[0]
         raise SpecQuestion(f"the formula uses {', '.join(missing)}, which has no shape or value; what is it?",
@@ -38,6 +47,8 @@ def name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: 
         subject = _subject(norm, found)
         infos[subject] = InputInfo(subject, list(unnamed[0].shapes), list(unnamed[0].dtypes), position=unnamed[0].start)
         return
+    if infos and all(i.shapes for i in infos.values()) and _INPUTS_LINE.search(norm):
+        return  # every input has its shape from an `Inputs:` line: a stray shape elsewhere is an example's
     shown = ", ".join(str([list(s.dims) for s in d.shapes]) for d in unnamed)
     raise SpecQuestion(f"the text gives the shape {shown} without saying which input it belongs to; whose shape is it?",
                        understood=_said(infos), example="'y [1024, 1024]'")
@@ -46,6 +57,9 @@ def name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: 
 # `exp on x`, `对 x 做`, `对 float16 张量 x 做` (a dtype and a noun before the name); ASCII names only (`对x做`).
 _SUBJECT = re.compile(r"(?:\bon|\bof|\bto|\bfor|对|把|将)\s*(?:(?:a|an|the)\s+)?(?:[A-Za-z_][\w.]*\s*"
                       r"(?:tensors?|matrix|vector|张量|矩阵|向量)\s*)?(?P<name>[A-Za-z_]\w{0,15})\b", re.I | re.A)
+
+
+_INPUTS_LINE = re.compile(r"(?im)^[ \t#*-]*(?:inputs?|输入)\s*[:：]")
 
 
 def _subject(norm: str, found: Found) -> str:

@@ -12,9 +12,13 @@ DTYPE_WORDS: dict[str, str] = {
     "bool": "bool", "boolean": "bool",
 }
 CJK_DTYPES = {"单精度": "float32", "半精度": "float16", "整型": "int64", "布尔": "bool"}
+# "double" and "complex" are dtypes only as types ("double precision", "complex tensor", `torch.double`), not
+# in prose ("complex relationships", "double the size").
+_AS_TYPE = r"(?=[\s-]*(?:precision|tensors?|dtype|type|values?|valued|inputs?|numbers?|data|outputs?)\b)"
 UNSUPPORTED_DTYPE = re.compile(
-    r"(?<![\w.])(?:torch\.)?(?:float64|fp64|f64|double(?:[\s-]precision)?|int4|int8|int16|uint8|uint16|uint32|"
-    r"uint64|fp8|float8\w*|e4m3\w*|e5m2\w*|complex64|complex128|complex|tf32|fp4|nvfp4|mxfp\d)(?!\w)|双精度",
+    r"(?<![\w.])(?:torch\.(?:double|complex\w*)|(?:torch\.)?(?:float64|fp64|f64|int4|int8|int16|uint8|uint16|"
+    rf"uint32|uint64|fp8|float8\w*|e4m3\w*|e5m2\w*|complex64|complex128|tf32|fp4|nvfp4|mxfp\d)|double{_AS_TYPE}"
+    rf"(?:[\s-]precision)?|complex{_AS_TYPE})(?!\w)|双精度",
     re.I,
 )
 
