@@ -34,10 +34,20 @@ MAX_ROUNDS = 5
 MAX_ELEMENTS = 2**40
 
 
+# The most dims a torch tensor takes.
+MAX_DIMS = 64
+
+
 def too_large(shape: Sequence[int]) -> str | None:
     """Say how many elements a shape has when no device could hold them, else None."""
+    if len(shape) > MAX_DIMS:
+        return f"{len(shape)} dims, more than the {MAX_DIMS} a tensor can have"
     count = math.prod(shape)
-    return f"{count:.3g} elements, more than any device holds" if count > MAX_ELEMENTS else None
+    if count <= MAX_ELEMENTS:
+        return None
+    digits = len(str(count))  # a product of thousands of dims is too large for a float
+    shown = f"{count:.3g}" if digits < 300 else f"about 10^{digits - 1}"
+    return f"{shown} elements, more than any device holds"
 
 
 def shape_problem(shape: Sequence[int]) -> str | None:

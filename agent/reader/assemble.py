@@ -206,6 +206,12 @@ def _prefix_label(found: Found) -> Hit | None:
         return None
     before = [h for h in found.hits if h.end <= m.end()]
     after = [h for h in found.hits if h.start >= m.end()]
+    assignment = [f for f in found.formulas if f.start >= m.end() and f.lhs and not f.constraint]
+    if len(before) > 1 and not after and len(assignment) == 1:
+        # `Linear layer followed by ReLU: out = relu(x @ w + b)`: the words name the formula that follows; the
+        # formula is the operator (whether the words agree with it is the accounting pass's to check)
+        found.hits = [h for h in found.hits if h not in before]
+        return None
     if len(before) != 1 or not (after or any(f.start >= m.end() and not f.constraint for f in found.formulas)):
         return None
     found.hits = [h for h in found.hits if h is not before[0]]

@@ -251,9 +251,12 @@ def _chain(scene: Scene, steps: list[list[Item]]) -> Composition:
     consumed: set[str] = set()
     numbers_used: set[int] = set()
     named_in = [step_operands(step)[2] for step in steps]
+    # A later step's operation names its operand by a role (`add bias` takes the input named bias): reserved too.
+    hinted = [{n for hit in step_operands(step)[0] for role in hit.entry.roles[1:] for n in scene.inputs
+               if n in role.hints} for step in steps]
     for index, step in enumerate(steps):
         hits, formulas, mentioned, numbers, _ = step_operands(step)
-        later = {n for names_of_step in named_in[index + 1:] for n in names_of_step}
+        later = {n for names_of_step in named_in[index + 1:] + hinted[index + 1:] for n in names_of_step}
         arith = [i for i in step if i.kind == "arith"]
         if arith and not hits and not formulas:
             if result is None or len(arith) != 1 or len(numbers) + len(mentioned) != 1:
@@ -277,6 +280,8 @@ def _chain(scene: Scene, steps: list[list[Item]]) -> Composition:
                                example="'first clamp x into [-1, 1], then multiply the result by 3'")
         hit = hits[0]
         rest = [n for n in scene.inputs if n not in consumed and n not in mentioned]
+        if result is None and [n for n in rest if n not in later]:
+            rest = [n for n in rest if n not in later]  # `relu first, then add bias`: bias waits for its step
         available = mentioned + rest if result is None else list(mentioned)
         if hit.entry.operand_count == 2 and numbers and _number_right_after(step, hit):
             subject = result if result is not None else Ref(_subject_of(scene, mentioned, consumed))

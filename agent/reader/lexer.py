@@ -153,6 +153,9 @@ def find_shapes(ledger: Ledger) -> list[Token]:
         glued = m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
         if dims is None or glued and not re.search(r"(?:shape|size|dims?)\s*$", text[:m.start()], re.I):
             continue
+        if all(isinstance(d, str) for d in dims) and re.search(r"[\])]\s*$", text[:m.start()]):
+            ledger.claim(m.start(), m.end(), "dim names")  # `[2, 8, 128, 64] (batch, heads, seq, head_dim)`
+            continue
         if any(isinstance(d, str) and d.lower() in TYPE_WORDS for d in dims):
             ledger.claim(m.start(), m.end(), "type annotation")  # `input (Tensor, optional)`: a type, not a shape
             continue

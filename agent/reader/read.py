@@ -9,6 +9,7 @@ from pathlib import Path
 from agent.catalogue import load_catalogue
 from agent.ir.types import IRError
 from agent.reader import fields as fl
+from agent.reader.clarifiers import axes_by_name, read_clarifiers
 from agent.reader.accounting import account
 from agent.reader.assemble import assemble
 from agent.reader.code import CodeSource, find_code
@@ -60,6 +61,9 @@ def _read(text: str, work_dir: Path | None) -> OpSpec:
         return read_code_spec(code, work_dir)
     # The accounting pass reads every word; the reader reads what says the operator (argument docs left out).
     full, norm = norm, drop_element_subscripts(blank_argument_docs(norm))
+    norm, clarified = read_clarifiers(norm)
+    norm, by_name = axes_by_name(norm)
+    clarified += by_name
     bad = _unsupported_dtype(norm)
     if bad:
         raise SpecQuestion(f"dtype {bad.group(0)!r} is not supported; kernels are generated for float32, float16, "
@@ -84,7 +88,8 @@ def _read(text: str, work_dir: Path | None) -> OpSpec:
     description = next((f.value for f in found.fields if f.kind == "description" and f.value), "")
     description = description or next((ln.strip(" #-*") for ln in norm.split("\n") if ln.strip(" #-*")), "")[:300]
     update = {"device": device, "description": description} | extra
-    reading = spec.reading.model_copy(update={"device": device, "target_speedup": speedup, "max_rounds": rounds}) \
+    reading = spec.reading.model_copy(update={"device": device, "target_speedup": speedup, "max_rounds": rounds,
+                                              "notes": [*spec.reading.notes, *clarified]}) \
         if spec.reading else None
     return spec.model_validate(spec.model_dump() | update | {"reading": reading})
 
