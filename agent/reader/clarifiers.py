@@ -88,6 +88,6 @@ def axes_by_name(text: str) -> tuple[str, list[str]]:
         notes.append(f"{m.group(0).strip()!r}: {name} is dim {named[name]} of the shape that names it")
         return f"{m.group('how')} dim {named[name]}"
 
-    pattern = re.compile(r"\b(?P<how>over|along|across)\s+(?:the\s+)?(?P<name>[A-Za-z_]\w*)(?:\s+(?:dim|axis|dimension))?"
-                         r"\b(?!\s*[=\[(])")
+    pattern = re.compile(r"\b(?P<how>over|along|across)\s+(?:the\s+)?(?P<name>[A-Za-z_]\w*)"
+                         r"(?:\s+(?:dim|axis|dimension))?\b(?!\s*[=\[(])")
     return pattern.sub(axis, text), notes

@@ -9,9 +9,9 @@ from pathlib import Path
 from agent.catalogue import load_catalogue
 from agent.ir.types import IRError
 from agent.reader import fields as fl
-from agent.reader.clarifiers import axes_by_name, read_clarifiers
 from agent.reader.accounting import account
 from agent.reader.assemble import assemble
+from agent.reader.clarifiers import axes_by_name, read_clarifiers
 from agent.reader.code import CodeSource, find_code
 from agent.reader.errors import ReaderBug, SpecQuestion
 from agent.reader.scan import scan_text
