@@ -6,11 +6,14 @@ The pass is tested on its own (a text and a reading built by hand, as another re
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.reader import read_spec
 from agent.reader.accounting import account
 from agent.reader.errors import ReaderBug, SpecQuestion
+from agent.reader.outcome import read_outcomes
 from agent.reading import InputReading, Reading
 
 
@@ -122,3 +125,11 @@ def test_a_description_that_restates_its_chain_is_one_chain() -> None:
     spec = read_spec("exp followed by sqrt of x [1024] fp32. Returns the exponential followed by square root.")
     assert spec.formula == "sqrt(exp(x))"
     assert any("twice" in note for note in spec.reading.notes)  # type: ignore[union-attr]
+
+
+def test_the_outcome_kernelgen_read_and_post_read_show_carries_the_accounting(tmp_path: Path) -> None:
+    asked = read_outcomes("softmax, temperature=0.7, x [4096, 1024] fp16", tmp_path)[0]
+    assert asked.status == "question"
+    assert isinstance(asked.accounting, list) and any("temperature=0.7" in line for line in asked.accounting)
+    read = read_outcomes("softmax over the last dim of x [64, 128] fp16", tmp_path)[0]
+    assert read.status == "read" and read.accounting == "accounted"
