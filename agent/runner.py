@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import shutil
+import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
@@ -17,6 +22,9 @@ from agent.state import JobRequest, JobState
 from kernelgen.settings import Settings
 from storage import crud
 from storage.db import make_engine
+from storage.runners import cli_runner, fail_abandoned_cli_jobs
+
+log = logging.getLogger(__name__)
 
 # Each round visits about eight nodes, each repair about four: room for five rounds, five repairs per failing
 # version (the settings' cap) and refusals.
@@ -45,7 +53,10 @@ def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str]
             accelerators: AcceleratorSlots | None = None) -> JobState:
     """Create the job row, run the graph to the end and return the final state (jobs at once share accelerators)."""
     engine = make_engine(settings.database_url)
-    job_id = crud.create_job(engine, request.spec_text, request.out_dir or request.out_root)
+    # The command line's own job (a server sharing the database leaves it alone); one a killed command line left
+    # unfinished is failed now, the next time a command line runs here.
+    fail_abandoned_cli_jobs(engine)
+    job_id = crud.create_job(engine, request.spec_text, request.out_dir or request.out_root, runner=cli_runner())
     extra = {"accelerators": accelerators} if accelerators is not None else {}
     context = job_context(settings, engine, report, job_id=job_id, llm=request.llm, **extra)
     initial: dict[str, Any] = {"job_id": job_id, "request": request}
@@ -56,4 +67,34 @@ def run_job(request: JobRequest, settings: Settings, report: Callable[[str, str]
     except Exception as exc:  # keep the job row truthful, then let the caller report it
         crud.update_job(engine, job_id, status="failed", message=f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        remove_work_dir(settings, job_id)
     return final  # type: ignore[return-value]
+
+
+def work_dir_of(settings: Settings, job_id: int) -> Path:
+    """Return the folder a job's sandboxed runs are made in (each stage makes its own under it)."""
+    return Path(settings.work_dir) / f"job-{job_id}"
+
+
+def remove_work_dir(settings: Settings, job_id: int) -> None:
+    """Remove a job's sandbox folders once it has ended, unless the settings keep them (KERNELGEN_KEEP_WORK_DIRS)."""
+    # What a job produced is in the database and its output folder; the runs' folders hold copies, caches and
+    # whatever the generated code wrote, up to a disk quota each, which would otherwise pile up job after job.
+    if settings.keep_work_dirs:
+        return
+    folder = work_dir_of(settings, job_id)
+    shutil.rmtree(folder, ignore_errors=True)
+    if not folder.exists():
+        return
+    # A run may leave a folder it made read-only or unreadable (its files then cannot be unlinked, where the service
+    # is not root): open the folders up, never following a link, and remove again.
+    os.chmod(folder, stat.S_IRWXU)
+    for parent, dirs, _ in os.walk(folder):
+        for name in dirs:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IRWXU)
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        log.warning("the work folder of job %s could not be removed: %s", job_id, folder)

@@ -61,11 +61,13 @@ def run_batch(file: Path, out: Path, *, device: str, rounds: int | None, resume:
     """Create (or, resuming, find) the batch of a file, run its unfinished tasks, write the report; exit 0 or 1."""
     from storage import batches
     from storage.db import make_engine
+    from storage.runners import fail_abandoned_cli_jobs
 
     if device not in ("auto", "cuda", "npu", "cpu"):
         raise typer.BadParameter("device must be auto, cuda, npu or cpu", param_hint="--device")
     settings = Settings()
     engine = make_engine(settings.database_url)
+    fail_abandoned_cli_jobs(engine)  # a killed command line's jobs (this one's, before --resume) end as failed
     batch_id = _batch_of(engine, settings, file, out, device, rounds, resume)
     tasks_rows = batches.list_tasks(engine, batch_id)
     from agent.runtime.accelerators import AcceleratorSlots, count_accelerators

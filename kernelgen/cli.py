@@ -54,7 +54,7 @@ def run(
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1 (env KERNELGEN_LLM_BASE_URL).")] = None,
     llm_model: Annotated[str | None, typer.Option(help="Model name (env KERNELGEN_LLM_MODEL).")] = None,
 ) -> None:
-    """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel."""
+    """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel, 2 on a question."""
     from agent.llm.config import LlmConfigError, resolve_llm
     from agent.reader import split_tasks
     from agent.runner import run_job
@@ -82,7 +82,7 @@ def run(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint=hint) from None
     tasks = split_tasks(text)
-    failures = 0
+    failures = questions = 0
     for index, task in enumerate(tasks):
         if len(tasks) > 1:
             console.rule(f"task {index + 1} of {len(tasks)}")
@@ -95,8 +95,16 @@ def run(
         progress = _Progress()
         final = run_job(request, settings, progress)
         _print_summary(final, progress)
-        failures += final.get("status") != "verified"
-    raise typer.Exit(code=1 if failures else 0)
+        asked = ended_with_question(final)
+        questions += asked
+        failures += final.get("status") != "verified" and not asked
+    # 2 when a spec raised a question (as `kernelgen read` answers it), else 1 for any other unverified job.
+    raise typer.Exit(code=2 if questions else 1 if failures else 0)
+
+
+def ended_with_question(final: JobState) -> bool:
+    """Tell whether a job ended with a question about its spec: rejected while being read, so with no spec."""
+    return final.get("status") == "rejected" and "spec" not in final
 
 
 class _Progress:

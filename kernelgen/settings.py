@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     sandbox_memory_mb: int | None = Field(default=16384, ge=256)  # address space per process, CPU runs only
     sandbox_tmp_mb: int = Field(default=1024, ge=16)
     sandbox_read_only_paths: list[Path] = []  # more folders runs may read (a toolkit outside /usr)
+    sandbox_run_memory_mb: int | None = Field(default=16384, ge=64)  # a run's resident memory, all its processes
+    sandbox_run_disk_mb: int | None = Field(default=8192, ge=1)  # a run's folder, all its files together
+    sandbox_cgroup: Path | None = None  # a delegated cgroup v2 folder for runs; None: the service's own, if it can
+    keep_work_dirs: bool = False  # keep a job's sandbox folders after it ends (artifacts are in the database anyway)
 
     host: str = "127.0.0.1"
     port: int = 8000
@@ -54,8 +58,15 @@ class Settings(BaseSettings):
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     ray_max_retries: int = Field(default=3, ge=0, le=10)  # a job whose Ray worker died runs again from its checkpoint
+    # The id this server records on the jobs it runs ("server:<id>"); its recovery resumes those only. Empty: an id
+    # made at the first start and kept in artifact_root/.server-id. Servers sharing a database need their own ids.
+    server_id: str = ""
     max_request_bytes: int = 256 * 1024
     max_spec_bytes: int = 64 * 1024
+    # Sandboxed runs at once (agent/runtime/admission.py): reads, chat and jobs share them; 0: one per CPU, at least 4.
+    max_sandboxes: int = Field(default=0, ge=0)
+    max_sandboxes_per_principal: int = Field(default=0, ge=0)  # a caller's reads at once; 0: half of max_sandboxes
+    read_deadline_s: float = Field(default=300.0, gt=0)  # a read (POST /read, a chat message) answers 504 past this
     cors_origins: list[str] = []
 
     # Which generator writes kernels: auto takes the LLM when an endpoint and model are set, else offline.

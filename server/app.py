@@ -14,6 +14,7 @@ from server import errors
 from server.batches import recover as recover_batches
 from server.deps import get_principal
 from server.notify import JobNotifier
+from server.principals import check_token_names
 from server.redact import Redactor
 from server.routes import PUBLIC_ROUTERS, ROUTERS
 from server.security import BodyLimitMiddleware, SameOriginMiddleware, is_loopback
@@ -30,6 +31,7 @@ its own jobs only; an admin sees all."""
 def create_app(settings: Settings | None = None, service: JobService | None = None) -> FastAPI:
     """Build the app; the job service starts and stops with it."""
     settings = settings or Settings()
+    check_token_names(settings.api_tokens)  # before anything starts: a token named `local` would own its jobs
     job_service = service or JobService(settings)
     notifier = JobNotifier()
 

@@ -37,10 +37,9 @@ def submit_tasks(service: JobService, batch_id: int) -> None:
         current = batches.get_batch(service.engine, batch_id)
         if current is None or current.cancel_requested:  # a cancel that came while the tasks were being queued
             return
-        if task.job_id is None:
+        if task.job_id is None:  # linked in the job's own transaction: a kill never leaves a job the batch lacks
             assert task.id is not None
-            job_id = service.submit(JobRequest(spec_text=task.spec_text, **options), owner=batch.owner)
-            batches.link_job(service.engine, task.id, job_id)
+            service.submit(JobRequest(spec_text=task.spec_text, **options), owner=batch.owner, task_id=task.id)
 
 
 def recover(service: JobService) -> None:

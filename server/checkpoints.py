@@ -40,7 +40,10 @@ def make_checkpointer(settings: Settings) -> BaseCheckpointSaver[str]:
 
         path = Path(url.removeprefix("sqlite:///")).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        # The default (deferred) isolation level, not autocommit: SqliteSaver commits once per put/put_writes, so a
+        # task's writes land all together or not at all. In autocommit each row committed alone, and a kill between
+        # them left a task with some of its writes, which LangGraph then took as done (issue 49).
+        connection = sqlite3.connect(str(path), check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")  # readers do not block the job threads' writes
         saver = SqliteSaver(connection, serde=serde)
         saver.setup()

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from sqlalchemy import Engine
 
 from kernelgen.settings import Settings
-from storage.users import find_user, has_users
+from storage.users import RESERVED_NAMES, find_user, has_users
 
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -46,6 +46,14 @@ def configured_tokens(entries: list[str]) -> dict[str, str]:
         else:  # a bare token (also one whose part before a colon is no name)
             tokens[entry] = "token-" + hashlib.sha256(entry.encode()).hexdigest()[:8]
     return tokens
+
+
+def check_token_names(entries: list[str]) -> None:
+    """Refuse (ValueError) a configured token named like the tokenless local user, which owns every job made there."""
+    reserved = sorted({name for name in configured_tokens(entries).values() if name.casefold() in RESERVED_NAMES})
+    if reserved:
+        raise ValueError(f"KERNELGEN_API_TOKENS: {', '.join(reserved)} is a reserved principal name (the user of a "
+                         "server without tokens); name the token otherwise")
 
 
 def auth_required(settings: Settings, engine: Engine) -> bool:

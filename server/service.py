@@ -10,8 +10,9 @@ from typing import Any
 
 from agent.graph import build_graph
 from agent.llm.config import LlmConfigError
-from agent.runner import RECURSION_LIMIT, job_context
+from agent.runner import RECURSION_LIMIT, job_context, remove_work_dir
 from agent.runtime.accelerators import AcceleratorSlots, count_accelerators
+from agent.runtime.admission import SLOTS
 from agent.runtime.isolation import current_policy, log_state, policy_from_settings
 from agent.runtime.sandbox import current_owner, kill_owned
 from agent.state import JobRequest
@@ -19,9 +20,10 @@ from kernelgen.settings import Settings
 from server.checkpoints import make_checkpointer
 from server.devices import available_devices
 from server.executor import Executor, LocalExecutor
-from storage import crud
+from storage import batches, crud
 from storage.db import make_engine
 from storage.models import Job
+from storage.runners import cli_is_gone, server_runner
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,8 @@ class JobService:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # Recorded on this server's jobs; its recovery takes only those.
+        self.runner = server_runner(settings.server_id, settings.artifact_root)
         self.engine = make_engine(settings.database_url)
         self.checkpointer = make_checkpointer(settings)
         self.graph = build_graph(self.checkpointer)
@@ -46,6 +50,8 @@ class JobService:
         self.accelerators = AcceleratorSlots(1)
         self.concurrency = settings.concurrency or 2
         self.sandbox = policy_from_settings(settings)
+        # The process's sandbox slots, which reads, chat and this service's jobs share (agent/runtime/admission.py).
+        SLOTS.configure(settings.max_sandboxes, settings.max_sandboxes_per_principal)
         self.devices: dict[str, str] = {}  # the device kinds jobs can ask for, found at start
         self._cancels: dict[int, threading.Event] = {}
         self._stopping = threading.Event()
@@ -76,29 +82,49 @@ class JobService:
                 kill_owned(job_id)
             self._executor.shutdown()
 
-    def submit(self, request: JobRequest, owner: str | None = None) -> int:
-        """Record a queued job of an owner with its options and hand it to the executor."""
+    def submit(self, request: JobRequest, owner: str | None = None, task_id: int | None = None) -> int:
+        """Record a queued job of an owner with its options and hand it to the executor.
+
+        With a batch task, the job is recorded and linked to the task in one transaction, so a kill cannot leave a
+        job its batch does not know; a task that has its job already gets no second one (its id is returned).
+        """
         if len(request.spec_text.encode()) > self.settings.max_spec_bytes:
             raise ValueError(f"the spec is longer than {self.settings.max_spec_bytes} bytes")
         options = request.model_dump_json(exclude={"spec_text"})
-        job_id = crud.create_job(self.engine, request.spec_text, "", status="queued", options_json=options,
-                                 owner=owner)
-        if not request.out_dir:  # the folder is named after the id, known only now
-            out_dir = str(self.settings.artifact_root / f"job-{job_id}")
-            options = request.model_copy(update={"out_dir": out_dir}).model_dump_json(exclude={"spec_text"})
-            crud.update_job(self.engine, job_id, out_dir=out_dir, options_json=options)
+        job = Job(spec_text=request.spec_text, out_dir="", status="queued", options_json=options, owner=owner,
+                  runner=self.runner)
+
+        def place(row: Job) -> None:  # the folder is named after the id, known once the row is flushed
+            if not request.out_dir:
+                row.out_dir = str(self.settings.artifact_root / f"job-{row.id}")
+                row.options_json = request.model_copy(update={"out_dir": row.out_dir}).model_dump_json(
+                    exclude={"spec_text"})
+
+        if task_id is None:
+            job_id = crud.insert_job(self.engine, job, place)
+        else:
+            job_id, created = batches.create_task_job(self.engine, task_id, job, place)
+            if not created:
+                return job_id
         crud.add_event(self.engine, job_id, "queued", "job queued")
         self._executor_or_fail().submit(job_id)
         return job_id
 
     def cancel(self, job_id: int) -> bool:
-        """Cancel a queued or running job; False when it is unknown or already finished."""
+        """Cancel any unfinished job; False when it is unknown or already finished.
+
+        A queued job, or one whose row says running while no worker of this server runs it (the worker is gone: a
+        killed server's job not yet recovered, a graph that stopped without a status, a killed command line's job),
+        is cancelled at once. A running one is stopped at its next step, its sandboxed runs killed now.
+        """
         job = crud.get_job(self.engine, job_id)
         if job is None or job.status in FINAL_STATUSES:
             return False
         crud.update_job(self.engine, job_id, cancel_requested=True)
-        if self._executor_or_fail().withdraw(job_id) or job.status == "queued" and job_id not in self.running():
-            self._finish_cancelled(job_id)
+        if self._executor_or_fail().withdraw(job_id) or job_id not in self.running() and self._unattended(job):
+            fresh = crud.get_job(self.engine, job_id)
+            if fresh is not None and fresh.status not in FINAL_STATUSES:  # it may have just ended on its own
+                self._finish_cancelled(job_id)
             return True
         self._cancels.setdefault(job_id, threading.Event()).set()
         killed = kill_owned(job_id)
@@ -136,9 +162,18 @@ class JobService:
             raise RuntimeError("the job service is not started")
         return self._executor
 
+    def _unattended(self, job: Job) -> bool:
+        """Tell whether no live worker has this job (it is not running here): ours, of none, or a dead CLI's."""
+        if job.runner is None or job.runner == self.runner:
+            return True
+        return cli_is_gone(job.runner)  # another server's, or a live command line's, finishes its own
+
     def _recover(self) -> None:
-        for job in crud.jobs_with_status(self.engine, ("queued", "running")):
+        # Only this server's jobs (and rows from before runners): another server's, and the command line's, are theirs.
+        for job in crud.jobs_with_status(self.engine, ("queued", "running"), runner=self.runner):
             assert job.id is not None
+            if job.runner is None:
+                crud.update_job(self.engine, job.id, runner=self.runner)
             if job.cancel_requested:
                 self._finish_cancelled(job.id)
                 continue
@@ -209,15 +244,14 @@ class JobService:
                 # `tasks` also lists steps whose writes were saved before the kill (they are not in `next`).
                 pending = ", ".join(dict.fromkeys(task.name for task in snapshot.tasks))
                 crud.add_event(self.engine, job_id, "resume", f"resuming from the last checkpoint, at {pending}")
-                self.graph.invoke(None, config=config, context=context)
+                self._settle(job_id, self.graph.invoke(None, config=config, context=context, durability="sync"))
             elif snapshot.values:  # the graph had reached its end; only the final status write was lost
-                status = str(snapshot.values.get("status", ""))
-                if status not in FINAL_STATUSES:
-                    self._fail(job_id, "the job's graph ended without a final status")
-                else:
-                    crud.update_job(self.engine, job_id, status=status)
+                self._settle(job_id, snapshot.values)
             else:
-                self.graph.invoke({"job_id": job_id, "request": request}, config=config, context=context)
+                # "sync": a step's checkpoint is saved before the next step starts, so a kill re-runs at most the
+                # step it cut (whose writes are idempotent), never one whose side effects are already recorded.
+                initial: Any = {"job_id": job_id, "request": request}
+                self._settle(job_id, self.graph.invoke(initial, config=config, context=context, durability="sync"))
         except JobCancelled:
             if self._stopping.is_set() and not cancel.is_set():
                 log.info("job %s halted by shutdown; it resumes at the next start", job_id)
@@ -230,6 +264,20 @@ class JobService:
             current_policy.reset(policy)
             current_owner.reset(token)
             self._cancels.pop(job_id, None)
+            job = crud.get_job(self.engine, job_id)
+            if job is not None and job.status in FINAL_STATUSES:  # one halted by shutdown resumes from its folder
+                remove_work_dir(self.settings, job_id)
+
+    def _settle(self, job_id: int, values: Any) -> None:
+        """After the graph's end: keep the final status it wrote, or write the state's, or fail the job now."""
+        job = crud.get_job(self.engine, job_id)
+        if job is None or job.status in FINAL_STATUSES:
+            return
+        status = str(values.get("status", "")) if isinstance(values, dict) else ""
+        if status in FINAL_STATUSES:
+            crud.update_job(self.engine, job_id, status=status)
+        else:  # not left running until the next restart
+            self._fail(job_id, "the job's graph ended without a final status")
 
     def _reporter(self, job_id: int, cancel: threading.Event) -> Callable[[str, str], None]:
         def report(stage: str, message: str) -> None:

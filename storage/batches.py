@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Engine
 from sqlmodel import Session, col, func, select
 
-from storage.models import Batch, BatchTask, JobEvent
+from storage.models import Batch, BatchTask, Job, JobEvent
 
 
 def create_batch(engine: Engine, owner: str | None, name: str, source: str, options_json: str,
@@ -42,6 +44,25 @@ def list_tasks(engine: Engine, batch_id: int) -> list[BatchTask]:
     with Session(engine) as session:
         query = select(BatchTask).where(BatchTask.batch_id == batch_id).order_by(col(BatchTask.index))
         return list(session.exec(query).all())
+
+
+def create_task_job(engine: Engine, task_id: int, job: Job, place: Callable[[Job], None]) -> tuple[int, bool]:
+    """Insert a task's job and link it in one transaction; (its job, False) when the task has one already."""
+    with Session(engine) as session:
+        # Locked on PostgreSQL, so two submitters of one task (a recovery racing a submission) make one job.
+        task = session.exec(select(BatchTask).where(BatchTask.id == task_id).with_for_update()).first()
+        if task is None:
+            raise KeyError(f"task {task_id} does not exist")
+        if task.job_id is not None:
+            return task.job_id, False
+        session.add(job)
+        session.flush()
+        place(job)
+        assert job.id is not None
+        task.job_id = job.id
+        session.add(task)
+        session.commit()
+        return job.id, True
 
 
 def link_job(engine: Engine, task_id: int, job_id: int) -> None:
@@ -85,8 +106,6 @@ def batch_events(engine: Engine, batch_id: int, after_id: int = 0) -> list[tuple
 
 def open_tasks(engine: Engine, batch_id: int) -> int:
     """Count a batch's tasks not over: never submitted (unless the batch was cancelled) or with an unfinished job."""
-    from storage.models import Job
-
     with Session(engine) as session:
         batch = session.get(Batch, batch_id)
         if batch is None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine
-from sqlmodel import Session, func, select
+from sqlalchemy import Engine, or_
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, col, func, select
 
 from storage.llm_calls import list_llm_calls as list_llm_calls  # re-exported with the rest of the job's data
 from storage.llm_calls import llm_usage as llm_usage
@@ -20,14 +23,27 @@ from storage.signals import job_changed
 
 def create_job(
     engine: Engine, spec_text: str, out_dir: str, *, status: str = "running", options_json: str = "{}",
-    owner: str | None = None,
+    owner: str | None = None, runner: str | None = None,
 ) -> int:
-    """Insert a job (running, or queued by the service) for its owner and return its id."""
+    """Insert a job (running, or queued by the service) for its owner, run by `runner`, and return its id."""
     with Session(engine) as session:
-        job = Job(spec_text=spec_text, out_dir=out_dir, status=status, options_json=options_json, owner=owner)
+        job = Job(spec_text=spec_text, out_dir=out_dir, status=status, options_json=options_json, owner=owner,
+                  runner=runner)
         session.add(job)
         session.commit()
         session.refresh(job)
+        assert job.id is not None
+        return job.id
+
+
+def insert_job(engine: Engine, job: Job, place: Callable[[Job], None] | None = None) -> int:
+    """Insert a job row; `place` may set fields that need its id (its folder) before the one commit."""
+    with Session(engine) as session:
+        session.add(job)
+        session.flush()
+        if place is not None:
+            place(job)
+        session.commit()
         assert job.id is not None
         return job.id
 
@@ -47,11 +63,21 @@ def update_job(engine: Engine, job_id: int, **fields: object) -> None:
 
 
 def add_round(engine: Engine, job_id: int, round_row: Round) -> None:
-    """Insert a round of a job."""
+    """Insert a round of a job, or replace the one of the same index (a stage run again after a kill)."""
+    values = round_row.model_dump(exclude={"id", "created_at"}) | {"job_id": job_id}
+    insert = sqlite_insert if engine.dialect.name == "sqlite" else postgresql_insert
+    statement = insert(Round).values(**values)
+    statement = statement.on_conflict_do_update(
+        index_elements=["job_id", "index"], set_={k: v for k, v in values.items() if k not in ("job_id", "index")})
     with Session(engine) as session:
-        round_row.job_id = job_id
-        session.add(round_row)
+        session.exec(statement)  # type: ignore[call-overload]
         session.commit()
+
+
+def get_round(engine: Engine, job_id: int, index: int) -> Round | None:
+    """Return a job's round of this index, if recorded."""
+    with Session(engine) as session:
+        return session.exec(select(Round).where(Round.job_id == job_id, Round.index == index)).first()
 
 
 def save_artifact(engine: Engine, job_id: int, name: str, content: str, round_index: int | None = None) -> None:
@@ -129,10 +155,13 @@ def list_jobs(
         return rows, int(session.exec(count).one())
 
 
-def jobs_with_status(engine: Engine, statuses: tuple[str, ...]) -> list[Job]:
-    """Return the jobs in any of these statuses, oldest first."""
+def jobs_with_status(engine: Engine, statuses: tuple[str, ...], runner: str | None = None) -> list[Job]:
+    """Return the jobs in any of these statuses, oldest first (with a runner: its jobs and those of none)."""
     with Session(engine) as session:
-        return list(session.exec(select(Job).where(Job.status.in_(statuses)).order_by(Job.id)))  # type: ignore[attr-defined,arg-type]
+        query = select(Job).where(col(Job.status).in_(statuses))
+        if runner is not None:
+            query = query.where(or_(col(Job.runner) == runner, col(Job.runner).is_(None)))
+        return list(session.exec(query.order_by(col(Job.id))))
 
 
 def get_artifact(engine: Engine, job_id: int, name: str, round_index: int | None = None) -> Artifact | None:

@@ -35,6 +35,10 @@ class Job(JobBase, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     out_dir: str
+    # Who runs it: "server:<id>" or "cli:<host>:<pid>" (storage/runners.py); None for rows made before runners. A
+    # server recovers only its own jobs (and those of none); a command line's are its own (kept out of the public
+    # shape: it names a host and a process).
+    runner: str | None = None
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
 
@@ -64,7 +68,9 @@ class RoundBase(SQLModel):
 
 
 class Round(RoundBase, table=True):
-    """A round row."""
+    """A round row: one per (job, index), so the log stage run again after a kill rewrites its round, not adds one."""
+
+    __table_args__ = (UniqueConstraint("job_id", "index", name="uq_round_job_index"),)
 
     id: int | None = Field(default=None, primary_key=True)
     job_id: int = Field(foreign_key="job.id", index=True)

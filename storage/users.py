@@ -14,6 +14,9 @@ from storage.models import ApiUser, ApiUserPublic
 
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 TOKEN_PREFIX = "kg_"
+# The principal of every request when no token exists anywhere (server/principals.py LOCAL, an admin): a user of
+# that name would own, and see, every job made without a token. Compared case-folded, so no look-alike either.
+RESERVED_NAMES = frozenset({"local"})
 
 
 class UserError(ValueError):
@@ -29,6 +32,9 @@ def add_user(engine: Engine, name: str, *, admin: bool = False) -> str:
     """Create a user (or give a revoked one a new token) and return its token, which is stored only as a digest."""
     if not NAME.fullmatch(name):
         raise UserError(f"a user name is 1-64 letters, digits, '_', '.' or '-', not {name!r}")
+    if name.casefold() in RESERVED_NAMES:
+        raise UserError(f"{name!r} is a reserved name: it is the principal of requests on a server without tokens, "
+                        "which owns every job made there; pick another name")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with Session(engine) as session:
         row = session.exec(select(ApiUser).where(ApiUser.name == name)).first()

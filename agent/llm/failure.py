@@ -42,7 +42,7 @@ def describe_failure(record: RoundRecord) -> Failure:
     if status == "refused":
         return Failure(stage="was refused before running", summary=record.verdict or str(result.get("message", "")))
     log = str(result.get("stderr_tail", ""))[-LOG_CHARS:]
-    if status in ("timeout", "crashed"):
+    if status in ("timeout", "crashed", "killed"):
         summary = str(result.get("message") or f"the accuracy test {status} without writing its result")
         return Failure(stage=f"accuracy test {status}", summary=summary, log=log)
     check = result.get("cross_check", {})

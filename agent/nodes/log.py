@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -41,15 +42,11 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     record = pending.model_copy(update={"accepted": accepted, "verdict": verdict})
     rounds.append(record)
     out_dir, job_id, files = state["out_dir"], state["job_id"], state["files"]
-    pattern = _teach(ctx, state, record, best)
-    if record.accuracy_status not in ("unchanged", "search failed"):
-        write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
-                       files.source("triton"), record.index)
-    best_after = len(rounds) - 1 if accepted else best_index
-    section = render("round.md.j2", **_round_context(state, ctx, rounds, best_after, best, pattern))
-    previous = "" if not rounds[:-1] else _read_log(ctx, job_id)
-    header = f"# Optimization log: `{spec.name}`\n\n" if not previous else ""
-    write_artifact(ctx.engine, job_id, out_dir, "optimization_log.md", previous + header + section)
+    # A server killed after this stage's writes but before its checkpoint runs it again: every write below is
+    # then the same one again (the round upserted, the files replaced, the log's section rewritten in place), and
+    # the pattern store, which counts, is not taught twice.
+    again = crud.get_round(ctx.engine, job_id, record.index) is not None
+    pattern = _known_pattern(ctx, state, record, best) if again else _teach(ctx, state, record, best)
     crud.add_round(ctx.engine, job_id, Round(
         job_id=job_id, index=record.index, edit_type=record.edit_type, config=record.config.label(),
         reason=record.reason, accuracy_status=record.accuracy_status,
@@ -60,6 +57,14 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
                                  "profile": record.profile, "origin": record.origin,
                                  "repair_of": record.repair_of}, default=str),
     ))
+    if record.accuracy_status not in ("unchanged", "search failed"):
+        write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
+                       files.source("triton"), record.index)
+    best_after = len(rounds) - 1 if accepted else best_index
+    section = render("round.md.j2", **_round_context(state, ctx, rounds, best_after, best, pattern))
+    previous = "" if not rounds[:-1] else log_before(_read_log(ctx, job_id), record.index)
+    header = f"# Optimization log: `{spec.name}`\n\n" if not previous else ""
+    write_artifact(ctx.engine, job_id, out_dir, "optimization_log.md", previous + header + section)
     ctx.report("log", f"round {record.index}: {verdict}")
     updates: dict[str, Any] = {"rounds": rounds, "pending": None, "last_files": files}
     if record.index == 0:
@@ -172,6 +177,23 @@ def _teach(
         edit_type=record.edit_type, params_before=best.config.label(), params_after=record.config.label(),
         gain=gain, helped=record.accepted, speedup_after=record.speedup if measured else None, job_id=state["job_id"],
     )
+
+
+def _known_pattern(
+    ctx: JobContext, state: JobState, record: RoundRecord, best: RoundRecord | None,
+) -> OptimizationPattern | None:
+    """Return the pattern a first run of this stage taught (for the log's section), without counting again."""
+    if not record.action or best is None:
+        return None
+    bottleneck = str(record.diagnosis.get("bottleneck", "unknown"))
+    rows = crud.list_patterns(ctx.engine, device=state["device"].name, category=state.get("category", "unknown"))
+    return next((p for p in rows if p.bottleneck == bottleneck and p.change == record.action), None)
+
+
+def log_before(text: str, index: int) -> str:
+    """Return the log up to round `index`'s section: what it was before that round was first logged."""
+    found = re.search(rf"^## Round {index}:", text, flags=re.MULTILINE)
+    return text[:found.start()] if found else text
 
 
 def _read_log(ctx: JobContext, job_id: int) -> str:

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from agent.runtime import bounds
 from agent.runtime.mounts import bind_args
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,9 @@ class SandboxPolicy(BaseModel):
     memory_mb: int | None = 16384  # address space per process on the CPU path (GPU drivers reserve far more)
     tmp_mb: int = 1024  # the private /tmp
     read_only_paths: list[Path] = []  # more folders a run may read (a CUDA or CANN toolkit outside /usr)
+    run_memory_mb: int | None = 16384  # resident memory of a run's processes together (where a cgroup holds it)
+    run_disk_mb: int | None = 8192  # a run's folder, every file together (agent/runtime/quota.py)
+    cgroup: Path | None = None  # where runs' cgroups are made; None: under the service's own (agent/runtime/cgroups.py)
 
 
 class Isolation(BaseModel):
@@ -179,4 +183,5 @@ def log_state(policy: SandboxPolicy) -> Isolation:
         log.info(line)
     else:
         log.warning(line)
+    log.info(bounds.describe(policy))
     return isolation

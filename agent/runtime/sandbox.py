@@ -18,7 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent.runtime import admission
 from agent.runtime.accelerators import current_slot, visible_device
+from agent.runtime.bounds import RunBounds
+from agent.runtime.environment import checked, passed, without_secrets
 from agent.runtime.isolation import OPT_IN, active_policy, limits, prepare, probe, wrap
 
 log = logging.getLogger(__name__)
@@ -38,7 +41,8 @@ PGID_SUFFIX = ".pgid"
 class SandboxResult(BaseModel):
     """What came back from one sandboxed run: the JSON result, never parsed prints."""
 
-    status: str  # the file's own "pass" | "fail" | "error" | "skipped", or "timeout" | "crashed" | "refused"
+    # the file's own "pass" | "fail" | "error" | "skipped", or "timeout" | "crashed" | "refused" | "killed" (a bound)
+    status: str
     result: dict[str, Any]
     returncode: int | None
     seconds: float
@@ -87,32 +91,41 @@ def run_file(
             log.warning("running model-written %s WITHOUT isolation (%s is set): %s", entry, OPT_IN, isolation.reason)
         if shutil.which("prlimit"):  # the limits hold without bubblewrap too, but for processes (counted per user)
             command = [*limits(device, timeout_s, policy, processes=False), *command]
-    started = time.monotonic()
-    # Output goes to files, not pipes: a process the run leaves behind cannot hold the run open through them.
-    with open(workdir / "stdout.txt", "w") as out, open(workdir / "stderr.txt", "w") as err:
-        process = subprocess.Popen(
-            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
-            start_new_session=True,  # its own process group, so a timeout kills every child
-        )
-    _pgid_file(workdir).write_text(str(process.pid))
-    owner = current_owner.get()
-    if owner is not None:
-        with _live_lock:
-            _live.setdefault(owner, set()).add(process)
-    timed_out = False
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        _kill_group(process)  # whatever the run left running (a daemon, a handler) must not outlive it
-        process.wait()
+    bounds = RunBounds(workdir, policy)  # the run as a whole: memory and processes (a cgroup), its folder's size
+    command = [*bounds.launcher(), *command]
+    with admission.slot():  # one of the process's bounded sandbox slots (agent/runtime/admission.py)
+        started = time.monotonic()
+        # Output goes to files, not pipes: a process the run leaves behind cannot hold the run open through them.
+        with open(workdir / "stdout.txt", "w") as out, open(workdir / "stderr.txt", "w") as err:
+            process = subprocess.Popen(
+                command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
+                start_new_session=True,  # its own process group, so a timeout kills every child
+            )
+        _pgid_file(workdir).write_text(str(process.pid))
+        owner = current_owner.get()
         if owner is not None:
             with _live_lock:
-                _live.get(owner, set()).discard(process)
+                _live.setdefault(owner, set()).add(process)
+        timed_out = False
+        try:
+            with bounds.watch(lambda: _kill_group(process)):
+                process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(process)  # whatever the run left running (a daemon, a handler) must not outlive it
+            process.wait()
+            bounds.close()
+            if owner is not None:
+                with _live_lock:
+                    _live.get(owner, set()).discard(process)
     seconds = time.monotonic() - started
     stdout = read_output(workdir / "stdout.txt", STDERR_KEEP)
     stderr = read_output(workdir / "stderr.txt", STDERR_KEEP)
+    killed = bounds.verdict(entry)
+    if killed is not None:
+        return SandboxResult(status="killed", result={"message": killed}, returncode=process.returncode,
+                             seconds=seconds, stdout_tail=stdout, stderr_tail=stderr)
     if timed_out:
         return SandboxResult(
             status="timeout", result={"message": f"{entry} ran past {timeout_s:.0f} s and was killed"},
@@ -142,11 +155,6 @@ def read_output(path: Path, keep: int) -> str:
         return handle.read(keep).decode(errors="replace")
 
 
-_PASSED = frozenset({"PATH", "LANG", "TZ", "PYTHONPATH", "VIRTUAL_ENV",
-                     "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCH_SYMM_MEM_DISABLE_MULTICAST"})
-_PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "ASCEND_", "NPU_", "ASDOPS_", "ATB_", "CONDA_")
-
-
 def kill_owned(owner: int) -> int:
     """Kill every live sandboxed process group of an owner (a cancelled job); return how many."""
     with _live_lock:
@@ -157,9 +165,9 @@ def kill_owned(owner: int) -> int:
 
 
 def _environment(workdir: Path, device: str, *, isolated: bool) -> dict[str, str]:
-    # Only what running torch and Triton needs: generated code never sees API keys or database URLs. Home and
-    # caches are inside the run's folder, the only place it may write.
-    env = {k: v for k, v in os.environ.items() if k in _PASSED or k.startswith(_PASSED_PREFIXES)}
+    # Only the named variables running torch and Triton needs (agent/runtime/environment.py): generated code never
+    # sees API keys or database URLs. Home and caches are inside the run's folder, the only place it may write.
+    env = passed()
     folder = str(workdir.resolve())
     env |= {"HOME": f"{folder}/home", "XDG_CACHE_HOME": f"{folder}/home/.cache", "USER": "sandbox",
             "LOGNAME": "sandbox", "TORCHINDUCTOR_CACHE_DIR": f"{folder}/home/.inductor"}
@@ -169,11 +177,11 @@ def _environment(workdir: Path, device: str, *, isolated: bool) -> dict[str, str
     env["KERNELGEN_DEVICE"] = device
     slot = current_slot.get()
     if slot is not None:  # the stage holds one accelerator of several: the run sees that one alone
-        env |= visible_device(device, slot)
+        env |= {k: v for k, v in visible_device(device, slot).items() if checked(k, v) is not None}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
-    return env
+    return without_secrets(env)
 
 
 def _pgid_file(workdir: Path) -> Path:

@@ -14,10 +14,11 @@ from agent.llm.config import LlmConfigError, resolve_llm
 from server import batch_plots, batch_report, batches
 from server.batch_input import BatchInputError, checked, jsonl_tasks, spec_tasks, taskbook_tasks
 from server.batch_schemas import BatchAccepted, BatchCreate, BatchDetail, BatchesPublic
-from server.deps import EngineDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep
+from server.deps import BearerDep, EngineDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep
 from server.errors import AUTH_ERRORS, INPUT_ERRORS, INVALID, NOT_FOUND
 from server.routes.artifacts import archive_name, served
 from server.routes.batch_events import stream_batch
+from server.stream_access import StreamAccess
 from storage import batches as stored
 from storage import crud
 from storage.models import Batch
@@ -142,12 +143,14 @@ def zip_all(batch: BatchDep, engine: EngineDep, redactor: RedactorDep) -> Respon
 
 @router.get("/{batch_id}/events", summary="Follow a batch", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}}}} | NOT_FOUND | INVALID)
-def events(request: Request, batch: BatchDep, service: ServiceDep, redactor: RedactorDep) -> StreamingResponse:
+def events(request: Request, batch: BatchDep, service: ServiceDep, redactor: RedactorDep, settings: SettingsDep,
+           credentials: BearerDep) -> StreamingResponse:
     """Stream every task's job events (with the task index), then `end` once every task is over."""
     assert batch.id is not None
     after = request.headers.get("last-event-id", "0")
     start = int(after) if after.isdigit() and len(after) <= 12 else 0
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream_batch(request, service, redactor, batch.id, start),
+    access = StreamAccess(settings, service.engine, credentials, batch.owner)  # re-checked while it streams
+    return StreamingResponse(stream_batch(request, service, redactor, batch.id, start, access),
                              media_type="text/event-stream", headers=headers)
 

@@ -12,11 +12,12 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Engine
 
-from server.deps import EngineDep, JobDep, RedactorDep
+from server.deps import BearerDep, EngineDep, JobDep, RedactorDep, SettingsDep
 from server.errors import AUTH_ERRORS, INVALID, NOT_FOUND
 from server.notify import JobNotifier
 from server.redact import Redactor
 from server.schemas import FINAL_STATUSES
+from server.stream_access import REVOKED, StreamAccess
 from storage import crud
 from storage.models import JobEvent
 
@@ -34,20 +35,28 @@ def format_event(event: JobEvent, redactor: Redactor) -> str:
     return f"id: {event.seq}\nevent: {stage}\ndata: {json.dumps(data)}\n\n"
 
 
-def _poll(engine: Engine, job_id: int, after: int) -> tuple[str | None, list[JobEvent]]:
-    """Read the job's status, then its new events (in that order, so a final status means nothing is missing)."""
+def _poll(engine: Engine, job_id: int, after: int, access: StreamAccess) -> tuple[str | None, list[JobEvent], bool]:
+    """Read the job's status, then its new events (in that order, so a final status means nothing is missing), and
+    whether the caller's token still admits it."""
     job = crud.get_job(engine, job_id)
-    return (job.status if job else None), crud.list_events(engine, job_id, after=after)
+    events = crud.list_events(engine, job_id, after=after)
+    return (job.status if job else None), events, access.allows(sending=bool(events) or job is None
+                                                                 or job.status in FINAL_STATUSES)
 
 
 async def stream_events(
     request: Request, engine: Engine, notifier: JobNotifier, redactor: Redactor, job_id: int, after: int,
+    access: StreamAccess,
 ) -> AsyncIterator[str]:
-    """Yield new events as they are recorded, heartbeats while idle, and `end` once the job is over."""
+    """Yield new events as they are recorded, heartbeats while idle, and `end` once the job is over; an `error`
+    event ends it once the caller's token no longer admits it (revoked)."""
     beat = time.monotonic()
     while True:
         seen = notifier.version(job_id)  # before the read: a change during it wakes the wait below at once
-        status, events = await anyio.to_thread.run_sync(_poll, engine, job_id, after)
+        status, events, allowed = await anyio.to_thread.run_sync(_poll, engine, job_id, after, access)
+        if not allowed:
+            yield REVOKED
+            return
         for event in events:
             after = event.seq
             yield format_event(event, redactor)
@@ -69,7 +78,8 @@ async def stream_events(
                              "description": "Server-sent events: one per stage message, then `end` with the status."}}
             | NOT_FOUND | INVALID)
 def job_events(
-    request: Request, job: JobDep, engine: EngineDep, redactor: RedactorDep, after: SeqNumber = 0,
+    request: Request, job: JobDep, engine: EngineDep, redactor: RedactorDep, settings: SettingsDep,
+    credentials: BearerDep, after: SeqNumber = 0,
     last_event_id: Annotated[int | None, Header(ge=0, le=2**31 - 1, alias="Last-Event-ID",
                                                 description="Resume after this event (set by EventSource).")] = None,
 ) -> StreamingResponse:
@@ -78,5 +88,6 @@ def job_events(
     start = last_event_id if last_event_id is not None else after
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     notifier: JobNotifier = request.app.state.notifier
-    return StreamingResponse(stream_events(request, engine, notifier, redactor, job.id, start),
+    access = StreamAccess(settings, engine, credentials, job.owner)
+    return StreamingResponse(stream_events(request, engine, notifier, redactor, job.id, start, access),
                              media_type="text/event-stream", headers=headers)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import anyio
-from fastapi import APIRouter, Depends, HTTPException, Path, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, status
 
 from server import chat
+from server.admission import BUSY, run_admitted
 from server.chat_schemas import MessageCreate, MessagePublic, StartCreate, ThreadDetail, ThreadsPublic
 from server.deps import EngineDep, PrincipalDep, RedactorDep, ServiceDep, SettingsDep, check_spec_size
 from server.errors import AUTH_ERRORS, CONFLICT, INPUT_ERRORS, INVALID, NOT_FOUND
@@ -53,14 +53,16 @@ def get_thread_detail(thread: ThreadDep, engine: EngineDep) -> ThreadDetail:
 
 
 @router.post("/{thread_id}/messages", response_model=list[MessagePublic], summary="Send a message",
-             responses=NOT_FOUND | INPUT_ERRORS)
-async def send_message(body: MessageCreate, thread: ThreadDep, engine: EngineDep, settings: SettingsDep,
-                       redactor: RedactorDep) -> list[MessagePublic]:
+             responses=NOT_FOUND | INPUT_ERRORS | BUSY)
+async def send_message(body: MessageCreate, request: Request, thread: ThreadDep, engine: EngineDep,
+                       settings: SettingsDep, redactor: RedactorDep, principal: PrincipalDep) -> list[MessagePublic]:
     """Read the message (a spec, an answer, a follow-up) and return it with the reply: a reading or a question."""
     assert thread.id is not None
     check_spec_size(body.text, settings)
     thread_id = thread.id
-    said = await anyio.to_thread.run_sync(lambda: chat.reply_to(engine, settings, redactor, thread_id, body.text))
+    # The reply reads code specs in the sandbox: it holds a sandbox slot (429 when none is free), as POST /read does.
+    said = await run_admitted(request, principal.name, settings.read_deadline_s,
+                              lambda: chat.reply_to(engine, settings, redactor, thread_id, body.text))
     return [MessagePublic.of(m) for m in said]
 
 

@@ -37,3 +37,8 @@ def test_add_prints_a_working_token_once_and_revoke_stops_it(url: str) -> None:
     assert runner.invoke(users_app, ["revoke", "nobody"], env=env).exit_code == 1
     assert runner.invoke(users_app, ["add", "two words"], env=env).exit_code == 1
     engine.dispose()
+
+
+def test_add_refuses_the_reserved_name_local(url: str) -> None:
+    refused = CliRunner().invoke(users_app, ["add", "local"], env={"KERNELGEN_DATABASE_URL": url})
+    assert refused.exit_code == 1 and "reserved name" in refused.output, refused.output

@@ -113,3 +113,11 @@ def test_a_rejection_is_printed_once_with_its_reason(tmp_path: Path) -> None:
     assert "input w: float16 [64, 64, 3]" in run.stdout  # the reading names both tensors
     assert run.stdout.count("conv1d is not written offline yet") == 1, run.stdout
     assert "rejected: the generate line above says why" in run.stdout and "No kernel was written." in run.stdout
+
+
+def test_a_question_exits_2_as_kernelgen_read_says_and_only_a_question_does(tmp_path: Path) -> None:
+    asked = _kernelgen(tmp_path, "run", "please make it fast", "--device", "cpu")
+    assert asked.returncode == 2, asked.stdout + asked.stderr
+    assert "rejected" in asked.stdout and "No kernel was written." in asked.stdout
+    assert _kernelgen(tmp_path, "read", "please make it fast").returncode == 2
+    # A refusal at generation is not a question: exit code 1 (test_a_rejection_is_printed_once_with_its_reason).

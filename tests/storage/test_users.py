@@ -70,3 +70,10 @@ def test_jobs_are_listed_per_owner_and_changes_are_announced(engine: Engine) -> 
     assert total == 1 and [j.id for j in rows] == [mine] and rows[0].owner == "alice"
     assert crud.list_jobs(engine)[1] == 2 and crud.list_jobs(engine, owner="carol") == ([], 0)
     assert crud.list_jobs(engine, owner="bob", status="running")[1] == 1
+
+
+def test_local_is_reserved_for_the_user_of_a_server_without_tokens(engine: Engine) -> None:
+    for name in ("local", "LOCAL", "Local"):
+        with pytest.raises(UserError, match="reserved name"):
+            add_user(engine, name)
+    assert not has_users(engine)  # nothing was written
