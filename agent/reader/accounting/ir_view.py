@@ -39,7 +39,7 @@ class IRView:
         for got in self.attrs.get(name, []):
             if _same(got, value):
                 return True
-        return any(_same(p.default, value) for op in self.ops if _registered(op)
+        return any(_same(p.default, value) for op in self.ops if registered(op)
                    for p in registry.get(op).attributes if name in (p.name, *p.aliases))
 
 
@@ -108,7 +108,8 @@ def _unary_chains(expr: Expr) -> list[tuple[str, ...]]:
     return chains
 
 
-def _registered(op: str) -> bool:
+def registered(op: str) -> bool:
+    """Tell whether an op name is the IR registry's (the view also holds words a reading implies)."""
     try:
         registry.get(op)
     except (KeyError, ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from agent.ir import registry
-from agent.reader.accounting.ir_view import IRView
+from agent.reader.accounting.ir_view import IRView, registered
 from agent.reader.accounting.lexicon import JOB_FIELDS, QUANTITIES, parameter_names
 from agent.reader.accounting.words import NUMBER, Unaccounted, formula_spans, inside, negated, text_words
 from agent.reading import Reading
@@ -109,7 +109,7 @@ def quantity_checks(text: str, facts: IRView) -> list[Unaccounted]:
             if [w.text for w in words[i:i + len(parts)]] != parts or negated(words, i):
                 continue
             taken = any(k in facts.names or k in facts.attrs for k in keys) or any(
-                k in {p.name for op in facts.ops if _registered(op) for p in registry.get(op).attributes}
+                k in {p.name for op in facts.ops if registered(op) for p in registry.get(op).attributes}
                 for k in keys) or (phrase == "temperature" and _scaled(facts))
             if not taken:
                 quote = text[words[i].start:words[i + len(parts) - 1].end]
@@ -123,11 +123,3 @@ def _scaled(facts: IRView) -> bool:
     """Tell whether the reading divides or multiplies by a scalar other than one (a temperature's place)."""
     scalars = [n for n in facts.numbers if abs(abs(n) - 1.0) > 1e-12]
     return bool(facts.own_ops & {"div", "mul"}) and bool(scalars or facts.names - facts.tensor_names)
-
-
-def _registered(op: str) -> bool:
-    try:
-        registry.get(op)
-    except KeyError:
-        return False
-    return True
