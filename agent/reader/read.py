@@ -19,7 +19,7 @@ from agent.reader.signature_docs import blank_argument_docs
 from agent.reader.subscripts import drop_element_subscripts
 from agent.reader.taskbook import task_headings
 from agent.reader.text import normalize
-from agent.reader.vocabulary import UNSUPPORTED_DTYPE
+from agent.reader.vocabulary import DECLARATION_LINE, UNSUPPORTED_DTYPE
 from agent.reading import Reading
 from agent.spec import OpSpec, SpecError
 
@@ -94,12 +94,9 @@ def _read(text: str, work_dir: Path | None) -> OpSpec:
     return spec.model_validate(spec.model_dump() | update | {"reading": reading})
 
 
-_INPUTS_LINE = re.compile(r"(?im)^[ \t#*-]*(?:inputs?|outputs?|输入|输出)\s*[:：].*$")
-
-
 def _unsupported_dtype(text: str) -> re.Match[str] | None:
     """Find a dtype kernels are not generated for; where an `Inputs:` line gives the dtypes, only there."""
-    lines = [(m.start(), m.end()) for m in _INPUTS_LINE.finditer(text)]
+    lines = [(m.start(), m.end()) for m in DECLARATION_LINE.finditer(text)]
     for bad in UNSUPPORTED_DTYPE.finditer(text):
         # Prose such as "works with integer, float, and complex inputs" says what torch accepts, not the spec's
         # dtype, once a structured line states it.

@@ -9,6 +9,7 @@ from agent.ir.types import FLOAT_DTYPES, ScalarType, TensorType, ValueType
 from agent.reader.errors import SpecQuestion
 from agent.reader.inputs import InputInfo
 from agent.reader.scan import Found
+from agent.reader.vocabulary import DECLARATION_LINE
 
 _INTEGER_USES = {"cross_entropy": 1, "nll_loss": 1, "gather": 1, "index_select": 1, "embedding": 0}
 
@@ -47,7 +48,7 @@ def name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: 
         subject = _subject(norm, found)
         infos[subject] = InputInfo(subject, list(unnamed[0].shapes), list(unnamed[0].dtypes), position=unnamed[0].start)
         return
-    if infos and all(i.shapes for i in infos.values()) and _INPUTS_LINE.search(norm):
+    if infos and all(i.shapes for i in infos.values()) and DECLARATION_LINE.search(norm):
         return  # every input has its shape from an `Inputs:` line: a stray shape elsewhere is an example's
     shown = ", ".join(str([list(s.dims) for s in d.shapes]) for d in unnamed)
     raise SpecQuestion(f"the text gives the shape {shown} without saying which input it belongs to; whose shape is it?",
@@ -57,9 +58,6 @@ def name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: 
 # `exp on x`, `对 x 做`, `对 float16 张量 x 做` (a dtype and a noun before the name); ASCII names only (`对x做`).
 _SUBJECT = re.compile(r"(?:\bon|\bof|\bto|\bfor|对|把|将)\s*(?:(?:a|an|the)\s+)?(?:[A-Za-z_][\w.]*\s*"
                       r"(?:tensors?|matrix|vector|张量|矩阵|向量)\s*)?(?P<name>[A-Za-z_]\w{0,15})\b", re.I | re.A)
-
-
-_INPUTS_LINE = re.compile(r"(?im)^[ \t#*-]*(?:inputs?|输入)\s*[:：]")
 
 
 def _subject(norm: str, found: Found) -> str:

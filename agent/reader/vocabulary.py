@@ -106,3 +106,7 @@ def dtype_of(word: str) -> str | None:
     """Return the canonical dtype a word names (fp16 -> float16), or None."""
     low = word.lower().removeprefix("torch.")
     return DTYPE_WORDS.get(low) or CJK_DTYPES.get(word)
+
+
+# A structured line that declares tensors (`Inputs: x float32 [4, 5]`, `输出：y`): it wins over prose.
+DECLARATION_LINE = re.compile(r"(?im)^[ \t#*-]*(?:inputs?|outputs?|输入|输出)\s*[:：].*$")
