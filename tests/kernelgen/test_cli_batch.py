@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, func, select
 
 from storage.db import make_engine
@@ -43,6 +44,7 @@ def test_a_task_book_batch_writes_each_task_and_a_report_and_resumes(tmp_path: P
     first = _kernelgen(tmp_path, "batch", str(book), "--out", str(out), "--device", "cpu")
     assert first.returncode == 1, first.stdout + first.stderr  # one task could not be read
     assert "verified 1 of 2" in first.stdout
+    assert "every task runs on the CPU through the Triton interpreter: accuracy only" in " ".join(first.stdout.split())
     assert (out / "task_001_relu" / "relu_triton.py").exists()
     report = json.loads((out / "report.json").read_text())
     assert [t["status"] for t in report["tasks"]] == ["verified", "rejected"]
@@ -55,6 +57,7 @@ def test_a_task_book_batch_writes_each_task_and_a_report_and_resumes(tmp_path: P
     assert _jobs(tmp_path) == jobs  # finished tasks are not run again
 
 
+@pytest.mark.slow
 def test_a_folder_and_a_jsonl_are_batches_too(tmp_path: Path) -> None:
     specs = tmp_path / "specs"
     specs.mkdir()

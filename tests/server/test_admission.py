@@ -128,8 +128,11 @@ def check_flood(results: list[dict[str, Any]], accepted_at_most: int) -> list[di
     assert 1 <= len(accepted) and (accepted_at_most == 0 or len(accepted) <= accepted_at_most)
     for r in accepted:
         assert r["body"]["read"] == 1, r["body"]  # traced in the sandbox, to the end
+    # "At once": a refusal never waits for a slot, so it comes back before any admitted read could finish (each one
+    # starts a sandbox and sleeps); an absolute second would fail on a loaded two-core machine, as CI's can be.
+    fastest_read = min(r["seconds"] for r in accepted)
     for r in refused:
-        assert int(r["retry_after"]) >= 1 and r["seconds"] < 1.0, r
+        assert int(r["retry_after"]) >= 1 and r["seconds"] < min(fastest_read, 5.0), (r, fastest_read)
         assert "sandbox slot" in r["body"]["detail"]
     return accepted
 

@@ -14,6 +14,8 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.agent.llm.answers import SPEC_TEXT, definition_json, fenced, source, spec_json
 from tests.processes import new_marker, processes_of_uid, wait_gone
 from tests.scripted_llm import MODEL, ScriptedLLM, scripted_llm
@@ -128,6 +130,7 @@ REASONS = {
 }
 
 
+@pytest.mark.slow_on_postgresql
 def test_hostile_model_files_are_refused_or_contained(start_server: Callable[..., LiveServer], tmp_path: Path) -> None:
     marker = new_marker()
     uid = random.randint(61000, 64000)  # this test's own sandbox uid, so its processes are easy to find

@@ -6,6 +6,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from tests.server.live import FINAL, RELU, SLOW, LiveServer, submit, wait_final, wait_status
 
 
@@ -127,6 +129,7 @@ def test_cancelling_a_finished_job_is_a_conflict(live: LiveServer) -> None:
         assert response.json() == {"detail": f"job {job_id} already finished (rejected)"}
 
 
+@pytest.mark.slow_on_postgresql
 def test_twenty_jobs_at_once_queue_and_all_finish(start_server: Callable[..., LiveServer]) -> None:
     live = start_server(concurrency=2)
     specs = [RELU if i % 5 == 0 else "foo bar" for i in range(20)]

@@ -12,6 +12,9 @@ import pytest
 
 from tests.server.live import RELU, LiveServer, submit, wait_final
 
+# Every test here runs one ReLU job through the server: SQLite in CI, PostgreSQL too in a full run.
+pytestmark = pytest.mark.slow_on_postgresql
+
 
 @pytest.fixture
 def verified(live: LiveServer) -> tuple[LiveServer, int]:
@@ -55,7 +58,7 @@ def test_the_zip_holds_every_file_as_fetched_alone(verified: tuple[LiveServer, i
     with live.client() as client:
         response = client.get(f"/jobs/{job_id}/artifacts.zip")
         assert response.status_code == 200 and response.headers["content-type"] == "application/zip"
-        assert f"job_{job_id}_artifacts.zip" in response.headers["content-disposition"]
+        assert f'filename="relu_job_{job_id}.zip"' in response.headers["content-disposition"]  # named by its op
         listed = {item["name"] for item in client.get(f"/jobs/{job_id}/artifacts").json()}
         with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
             assert set(archive.namelist()) == listed

@@ -51,6 +51,7 @@ def wait_batch(client: httpx.Client, batch_id: int, timeout: float = 240.0) -> d
     raise AssertionError(f"batch {batch_id} did not finish in {timeout} s: {batch}")
 
 
+@pytest.mark.slow_on_postgresql
 def test_a_task_book_runs_as_a_batch_with_a_report(start_server: Callable[..., LiveServer]) -> None:
     live = start_server()
     with live.client() as client:
@@ -85,6 +86,7 @@ def test_a_task_book_runs_as_a_batch_with_a_report(start_server: Callable[..., L
         assert [int(e["id"]) for e in resumed[:-1]] == ids[-2:]
 
 
+@pytest.mark.slow_on_postgresql
 def test_specs_and_jsonl_batches_and_their_refusals(start_server: Callable[..., LiveServer]) -> None:
     live = start_server()
     with live.client() as client:
@@ -140,6 +142,7 @@ def test_batches_belong_to_their_owner(start_server: Callable[..., LiveServer]) 
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.slow_on_postgresql
 def test_a_batch_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> None:
     with database_url(backend, tmp_path) as url:
         env = environment(tmp_path, url)
@@ -167,6 +170,7 @@ def test_a_batch_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> No
         assert len({j["id"] for j in jobs}) == 3  # one job per task, none run twice
 
 
+@pytest.mark.slow_on_postgresql
 def test_the_report_plots_a_gpu_task_and_says_when_nothing_was_measured(
     start_server: Callable[..., LiveServer],
 ) -> None:

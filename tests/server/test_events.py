@@ -46,6 +46,7 @@ def test_a_rejected_job_streams_its_reason(live: LiveServer) -> None:
         assert any("shape" in m["data"]["message"] for m in messages[:-1])
 
 
+@pytest.mark.slow_on_postgresql
 def test_a_quiet_stream_sends_heartbeats(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(events, "HEARTBEAT_S", 0.5)  # the accuracy stage is silent for about two seconds
     with live.client(timeout=120) as client:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
+
 from tests.agent.llm.answers import SPEC_TEXT, definition_json, first_version, spec_json
 from tests.scripted_llm import MODEL, Reply, scripted_llm
 from tests.server.live import RELU, LiveServer, submit, wait_final
@@ -16,6 +18,7 @@ RELU_READING = {
 }
 
 
+@pytest.mark.slow_on_postgresql
 def test_a_job_for_an_unknown_op_is_written_by_the_llm_and_accounted(start_server: Callable[..., LiveServer]) -> None:
     with scripted_llm() as llm:
         llm.script("requirements", spec_json())

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from storage.db import make_engine
 from storage.users import add_user, revoke_user
 from tests.server.live import RELU, LiveServer, read_stream, submit, wait_final
@@ -20,6 +22,7 @@ def _job_paths(job_id: int) -> list[tuple[str, str]]:
             ("POST", f"{base}/cancel")]
 
 
+@pytest.mark.slow_on_postgresql
 def test_two_tokens_two_principals_each_sees_only_its_own_jobs(
     start_server: Callable[..., LiveServer], tmp_path: Path,
 ) -> None:

@@ -90,6 +90,8 @@ def _events(server: Server, job_id: int) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+# The kill-at-an-event loop below covers a SIGKILL and its recovery on both databases in CI; this one in full runs.
+@pytest.mark.slow
 def test_a_job_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> None:
     outcomes = []
     for i in range(LOOPS):
@@ -101,6 +103,7 @@ def test_a_job_survives_a_sigkilled_server(tmp_path: Path, backend: str) -> None
         (ROOT / "docs" / f"restart_loop_{backend}.json").write_text(json.dumps({"runs": LOOPS, "outcomes": outcomes}))
 
 
+@pytest.mark.slow
 def test_a_stage_cut_by_a_graceful_stop_leaves_no_crash_in_the_jobs_events(tmp_path: Path) -> None:
     # A stop (SIGTERM) kills the sandboxed run of the stage in flight; the stage runs again after the restart, so
     # the killed run's "no result file was written" is not the job's history and must not be shown as a crash.

@@ -106,6 +106,7 @@ def _cli(url: str, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.slow_on_postgresql
 def test_a_killed_command_lines_job_is_not_run_by_a_server_and_is_failed_by_the_next_command_line(
     tmp_path: Path, backend: str,
 ) -> None:

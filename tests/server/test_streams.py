@@ -8,6 +8,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+import pytest
+
 from storage import crud
 from storage.db import make_engine
 from tests.server.live import LiveServer
@@ -43,6 +45,7 @@ def _read_until(sock: socket.socket, needle: bytes, deadline: float) -> bytes:
     return seen
 
 
+@pytest.mark.slow_on_postgresql
 def test_500_open_streams_leave_the_job_list_fast(start_server: Callable[..., LiveServer]) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 4 * STREAMS:  # both ends of every stream live in this process

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.server.live import RELU, LiveServer, wait_final
 
 TASK_BOOK = """# 激活函数任务书
@@ -36,10 +38,13 @@ def test_a_spec_is_read_before_anything_runs_and_started_once(start_server: Call
         assert [m["kind"] for m in said] == ["text", "reading"]
         reading = said[1]
         assert reading["data"]["reading"]["pytorch"] == "out = torch.relu(x)"
+        where = reading["data"]["runs_on"]  # said before Start: on the CPU interpreter nothing is timed
+        assert where["timed"] == (where["kind"] != "cpu") and where["asked"] is None
         assert client.get("/jobs").json()["total"] == 0  # nothing runs before Start
         started = client.post(f"/threads/{thread}/messages/{reading['id']}/start", json={})
         assert started.status_code == 202, started.text
         job_id = started.json()["job_id"]
+        assert started.json()["data"]["runs_on"] == where  # the job card says it too
         assert wait_final(client, job_id)["status"] == "verified"
         again = client.post(f"/threads/{thread}/messages/{reading['id']}/start", json={})
         assert again.status_code == 409 and str(job_id) in again.json()["detail"]
@@ -71,6 +76,7 @@ def test_a_question_is_answered_by_the_next_message(start_server: Callable[..., 
         assert fresh["kind"] == "reading" and fresh["spec_text"] == RELU
 
 
+@pytest.mark.slow_on_postgresql
 def test_a_follow_up_derives_the_next_spec_from_the_last_job(start_server: Callable[..., LiveServer]) -> None:
     live = start_server()
     with live.client() as client:
@@ -116,6 +122,11 @@ def test_threads_belong_to_their_owner(start_server: Callable[..., LiveServer]) 
         assert bob.post(f"/threads/{thread}/messages", json={"text": RELU}).status_code == 404
         assert nobody.get("/threads").status_code == 401
         assert nobody.get("/").status_code == 200  # the page itself holds no data
+        # Only its owner deletes a thread; its messages go with it.
+        assert bob.delete(f"/threads/{thread}").status_code == 404
+        assert nobody.delete(f"/threads/{thread}").status_code == 401
+        assert alice.delete(f"/threads/{thread}").status_code == 204
+        assert alice.get(f"/threads/{thread}").status_code == 404 and alice.get("/threads").json()["items"] == []
 
 
 def test_cross_site_writes_are_refused(start_server: Callable[..., LiveServer]) -> None:

@@ -54,6 +54,7 @@ def _refusal(final: JobState, llm: ScriptedLLM) -> str:
     return _last_verdict(final)
 
 
+# A repair is the same check on the second version; two of its variants run in full runs only (slow).
 @pytest.mark.parametrize("as_repair", [False, True], ids=["first-version", "repair"])
 def test_torch_compute_hidden_in_a_class_method_is_refused(tmp_path: Path, llm: ScriptedLLM, as_repair: bool) -> None:
     final = _cheat(llm, tmp_path, {"triton": "triton_class_method"}, as_repair=as_repair)
@@ -66,7 +67,8 @@ def test_a_kernel_file_that_imports_the_reference_is_refused(tmp_path: Path, llm
     assert "imports prefix_sum_baseline" in _refusal(final, llm)
 
 
-@pytest.mark.parametrize("as_repair", [False, True], ids=["first-version", "repair"])
+@pytest.mark.parametrize("as_repair", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["first-version", "repair"])
 def test_a_copy_kernel_with_a_colluding_reference_fails_against_the_spec(
     tmp_path: Path, llm: ScriptedLLM, as_repair: bool,
 ) -> None:
@@ -80,7 +82,8 @@ def test_a_copy_kernel_with_a_colluding_reference_fails_against_the_spec(
         assert "computes something other than the spec's reading" in _last_verdict(final)
 
 
-@pytest.mark.parametrize("as_repair", [False, True], ids=["first-version", "repair"])
+@pytest.mark.parametrize("as_repair", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["first-version", "repair"])
 def test_a_kernel_that_drops_the_last_partial_tile_fails_on_our_own_odd_shapes(
     tmp_path: Path, llm: ScriptedLLM, as_repair: bool,
 ) -> None:
@@ -94,7 +97,8 @@ def test_a_kernel_that_drops_the_last_partial_tile_fails_on_our_own_odd_shapes(
     assert {3, 129, 257} <= failing  # not multiples of 8
 
 
-@pytest.mark.parametrize("as_repair", [False, True], ids=["first-version", "repair"])
+@pytest.mark.parametrize("as_repair", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["first-version", "repair"])
 def test_an_accuracy_file_that_compares_nothing_fails_the_round(
     tmp_path: Path, llm: ScriptedLLM, as_repair: bool,
 ) -> None:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from storage import crud
 from storage.db import make_engine
 from tests.agent.llm.answers import SPEC_TEXT, definition_json, fenced, first_version, source, spec_json
@@ -128,6 +130,7 @@ def test_malformed_json_gets_a_reask_that_says_what_was_wrong(tmp_path: Path, ll
     assert [(c.stage, c.status) for c in calls[:2]] == [("requirements", "invalid"), ("requirements", "ok")]
 
 
+@pytest.mark.slow
 def test_an_endpoint_without_json_schema_gets_json_mode(tmp_path: Path, llm: ScriptedLLM) -> None:
     llm.refuse_formats = {"json_schema"}
     script_start(llm)
@@ -211,6 +214,7 @@ def test_an_interface_edit_may_not_change_what_the_reference_computes(tmp_path: 
     assert final["status"] == "verified" and final["best_round"] == 2
 
 
+@pytest.mark.slow
 def test_a_malformed_result_from_the_model_test_is_a_failure_not_a_crash(tmp_path: Path, llm: ScriptedLLM) -> None:
     garbage = source("accuracy").replace(
         '''    result = {"status": status, "cases_run": len(cases), "cases_failed": len(failed),

@@ -49,7 +49,8 @@ def compile_for_hopper(text: str, folder: Path) -> dict:
     # An additive mask read inside the kernel (its scale to log2 units was once a global Triton refused), in
     # 16-bit and float32 masks; full and causal attention without one, on the pointer path.
     "F.scaled_dot_product_attention(q, k, v, attn_mask=m) q k v [2, 4, 1024, 128] m [1024, 1024] bf16",
-    "F.scaled_dot_product_attention(q, k, v, attn_mask=m) q k v [2, 4, 1024, 64] m [1024, 1024] fp16",
+    pytest.param("F.scaled_dot_product_attention(q, k, v, attn_mask=m) q k v [2, 4, 1024, 64] m [1024, 1024] fp16",
+                 marks=pytest.mark.slow),  # the bf16 mask above stands for the 16-bit masks in CI
     "F.scaled_dot_product_attention(q, k, v) q k v [8, 16, 2048, 128] bf16",
     "causal attention, q k v [4, 16, 4096, 128] fp16",
 ])

@@ -8,6 +8,7 @@ float32 and a half type, on the spec's shape and odd shapes (rows of length 1, p
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -25,7 +26,7 @@ from tests.agent.generators.kernels import load_triton_module
 CPU = DeviceInfo(kind="cpu", name="cpu")
 Reference = Callable[..., torch.Tensor]
 
-CASES: list[tuple[str, Reference]] = [
+CASES: list[Any] = [
     ("row sum of x [6, 70]", lambda x: x.sum(-1)),
     ("x [6, 70] 按行求和", lambda x: x.sum(-1)),
     ("torch.amax(x, dim=-1, keepdim=True), x [5, 40] fp32", lambda x: x.amax(-1, keepdim=True)),
@@ -60,7 +61,9 @@ CASES: list[tuple[str, Reference]] = [
     ("F.batch_norm(x, rm, rv, training=False, eps=1e-3) x [9, 40] rm [40] rv [40] fp16",
      lambda x, rm, rv: F.batch_norm(x, rm, rv, training=False, eps=1e-3)),
     ("实例归一化 x [2, 4, 7, 7]", lambda x: F.instance_norm(x)),
-    ("F.instance_norm(x, eps=1e-5) x [2, 3, 10] bf16", lambda x: F.instance_norm(x, eps=1e-5)),
+    # A minute in the interpreter (bf16 statistics over many cases): the affine instance norm stands for it in CI.
+    pytest.param("F.instance_norm(x, eps=1e-5) x [2, 3, 10] bf16", lambda x: F.instance_norm(x, eps=1e-5),
+                 marks=pytest.mark.slow),
     ("instance norm with affine: x [2, 5, 6, 7], weight w [5], bias b [5]",
      lambda x, w, b: F.instance_norm(x, weight=w, bias=b)),
     ("F.group_norm(x, 4, w, b) x [3, 8, 5, 6] w [8] b [8]", lambda x, w, b: F.group_norm(x, 4, w, b)),
@@ -76,7 +79,8 @@ def _shapes(spec_text: str) -> tuple[OpSpec, list[dict[str, list[int]]]]:
     return spec, [first, *edges[:2]]
 
 
-@pytest.mark.parametrize(("text", "reference"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("text", "reference"), CASES,
+                         ids=[(c.values if hasattr(c, "values") else c)[0] for c in CASES])
 def test_row_kernel_matches_pytorch_in_both_schedules(text: str, reference: Reference, tmp_path: Path) -> None:
     spec, shape_cases = _shapes(text)
     generator = OfflineGenerator()

@@ -20,9 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # corpus_loader si
 
 from corpus_loader import Case, load_corpus  # noqa: E402
 
+from tests.sampling import ci_sample  # noqa: E402
+
 CODE_CASES = [c for c in load_corpus() if c.is_code]
 # Refusals whose spec is code (code without shapes): read_code must ask, naming what is missing.
 CODE_REFUSALS = [c for c in load_corpus() if c.expect == "refuse" and find_code(c.spec) is not None]
+# Each reading starts a sandboxed process (torch imported anew): CI reads a fixed half, a full run reads them all.
+READ_CASES = ci_sample(CODE_CASES, every=2, key=lambda c: c.id)
+READ_REFUSALS = ci_sample(CODE_REFUSALS, every=2, key=lambda c: c.id)
+READ_IDS = {c.id for c in [*READ_CASES, *READ_REFUSALS]}
 USER_MODULE = "user_spec"
 
 
@@ -67,7 +73,7 @@ def _read(case: Case, root: Path) -> CodeReading | SpecQuestion:
 def corpus_readings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, CodeReading | SpecQuestion]]:
     """Read every corpus code spec (and code refusal) through find_code + read_code, two at a time."""
     root = tmp_path_factory.mktemp("corpus-code")
-    cases = [*CODE_CASES, *CODE_REFUSALS]
+    cases = [*READ_CASES, *READ_REFUSALS]
     with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
         readings = dict(zip((c.id for c in cases), pool.map(lambda c: _read(c, root), cases), strict=True))
     yield readings
