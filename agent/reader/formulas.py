@@ -194,6 +194,8 @@ def find_formulas(ledger: Ledger, view: str, catalogue: Catalogue, declared: set
         ch = view[i]
         after_word = i > 0 and (view[i - 1].isalnum() or view[i - 1] in "_.-")
         starts_here = (ch.isalnum() or ch in "_(σ√-") and not after_word
+        if ch == "|" and not after_word and not _table_row(view, i):
+            starts_here = True  # `|x - 1|`: an absolute value (started inside it, the bars were dropped)
         if ch == "-" and not re.match(r"-\s*[\d(]", view[i:i + 3]):
             starts_here = False  # `-- a`, `- x: ...`: a dash, not a negative number or a negated group
         before = view[:i].rstrip()[-1:]
@@ -247,7 +249,7 @@ def _catalogue_words() -> set[str]:
 def _longest_at(view: str, start: int, catalogue: Catalogue, declared: set[str]) -> Formula | None:
     for end in reversed(scan(view, start)):
         raw = view[start:end]
-        if not re.search(r"[-+*/^×·@<>²³(]", raw) or re.fullmatch(r"[\d.\s+-]+", raw):
+        if not re.search(r"[-+*/^×·@<>²³(|]", raw) or re.fullmatch(r"[\d.\s+-]+", raw):
             continue
         try:
             expr = parse_text(raw, euler="e" not in declared, macros=catalogue.macro)
@@ -260,6 +262,14 @@ def _longest_at(view: str, start: int, catalogue: Catalogue, declared: set[str])
         return Formula(raw.strip(), expr, start + len(raw) - len(raw.lstrip()), start + len(raw.rstrip()),
                        spaced_call=_spaced_call(view, start))
     return None
+
+
+def _table_row(view: str, i: int) -> bool:
+    """Tell whether position i is on a markdown table row (`| x | [4, 8] | fp16 |`): its bars are cells, not |x|."""
+    line_start = view.rfind("\n", 0, i) + 1
+    line_end = view.find("\n", i)
+    line = view[line_start:line_end if line_end >= 0 else len(view)].strip()
+    return line.startswith("|") and line.endswith("|") and line.count("|") >= 3
 
 
 def _bullet_at(view: str, i: int) -> bool:

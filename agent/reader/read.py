@@ -15,7 +15,7 @@ from agent.reader.clarifiers import axes_by_name, read_clarifiers
 from agent.reader.code import CodeSource, find_code
 from agent.reader.errors import ReaderBug, SpecQuestion
 from agent.reader.scan import scan_text
-from agent.reader.signature_docs import blank_argument_docs
+from agent.reader.signature_docs import api_prose_left_out
 from agent.reader.subscripts import drop_element_subscripts
 from agent.reader.taskbook import task_headings
 from agent.reader.text import normalize
@@ -60,7 +60,7 @@ def _read(text: str, work_dir: Path | None) -> OpSpec:
 
         return read_code_spec(code, work_dir)
     # The accounting pass reads every word; the reader reads what says the operator (argument docs left out).
-    full, norm = norm, drop_element_subscripts(blank_argument_docs(norm))
+    full, norm = norm, drop_element_subscripts(api_prose_left_out(norm))
     norm, clarified = read_clarifiers(norm)
     norm, by_name = axes_by_name(norm)
     clarified += by_name

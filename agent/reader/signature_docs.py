@@ -52,3 +52,39 @@ def _blank(text: str, chars: list[str], start: int, stop: int) -> None:
     for i in range(start, stop):
         if chars[i] != "\n" and not any(s <= i < e for s, e in kept):
             chars[i] = " "
+
+
+# API prose that lists what a function can do ("Supports broadcasting ...", "The function supports two modes for
+# GELU: exact and approximate using 'tanh'") names options, not steps: the reader leaves it out (the accounting
+# pass still reads it, so an option the reading does not reflect is asked about).
+_CAPABILITY = re.compile(r"(?:(?<=^)|(?<=[.:;\n]))[ \t]*(?:(?:The|This)\s+(?:function|operation|operator|method)\s+|"
+                         r"It\s+)?(?:also\s+)?supports?\b[^.\n]*", re.I)
+
+
+def blank_capability_notes(text: str) -> str:
+    """Return the text with its "supports ..." sentences blanked (the length is kept)."""
+    return _CAPABILITY.sub(lambda m: " " * len(m.group(0)), text)
+
+
+# A sentence on what a flag of the signature changes ("If keepdim is True, the output ... is of size 1. Otherwise,
+# dim is squeezed ...") describes the API under other values; its numbers are no constants of the operator.
+_SIGNATURE_HEADER = re.compile(r"\b(?:def\s+)?[A-Za-z_][\w.]*\s*\(([^()\n]*)\)\s*(?:->|:)")
+_CONDITION = re.compile(r"(?:(?<=^)|(?<=[.;\n]))[ \t]*(?:If|When|Unless)\s+:?(?:attr:)?`?([A-Za-z_]\w*)`?\s+"
+                        r"(?:is|are)\s+(?:not\s+)?(?:True|False|None|given|specified|provided|set|a\s+\w+|an\s+\w+)\b[^.\n]*"
+                        r"(?:\.\s*Otherwise\b[^.\n]*)?", re.I)
+
+
+def blank_parameter_conditions(text: str) -> str:
+    """Blank the sentences that say what a non-tensor parameter of the signature does at other values."""
+    header = _SIGNATURE_HEADER.search(text)
+    if header is None:
+        return text
+    names = [re.match(r"\s*\**([A-Za-z_]\w*)", part) for part in header.group(1).split(",")]
+    flags = {m.group(1) for m in names[1:] if m}  # the first argument is the input
+    return _CONDITION.sub(lambda m: " " * len(m.group(0)) if m.group(1) in flags else m.group(0), text)
+
+
+def api_prose_left_out(text: str) -> str:
+    """Blank what API docs say besides the operator: argument docs, "supports ..." notes, other flag values."""
+    return blank_parameter_conditions(blank_capability_notes(blank_argument_docs(text)))
+

@@ -39,6 +39,20 @@ def _gelu_erf(x):
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
     erfc = poly * tl.exp2(z * z * -1.4426950408889634)
     return x * tl.where(x >= 0, 1.0 - 0.5 * erfc, 0.5 * erfc)'''),
+    # atan by Cephes' atanf: reduced to |z| <= tan(pi/8) around 0, pi/4 or pi/2, then a degree-9 odd polynomial
+    # (relative error about 1e-7 in float32). NaN falls through every comparison and stays NaN.
+    "_atan": Helper('''@triton.jit
+def _atan(x):
+    """Return atan(x) from a range reduction and Cephes' polynomial."""
+    a = tl.abs(x)
+    big = a > 2.414213562373095
+    mid = (a > 0.41421356237309503) & (a <= 2.414213562373095)
+    base = tl.where(big, 1.5707963267948966, tl.where(mid, 0.7853981633974483, 0.0))
+    z = tl.where(big, -1.0 / tl.maximum(a, 1e-30), tl.where(mid, (a - 1.0) / (a + 1.0), a))
+    zz = z * z
+    p = (((8.05374449538e-2 * zz - 1.38776856032e-1) * zz + 1.99777106478e-1) * zz - 3.33329491539e-1) * zz * z + z
+    r = base + p
+    return tl.where(x < 0, -r, r)'''),
     "_softplus": Helper('''@triton.jit
 def _softplus(x):
     """Return log(1 + exp(x)) without overflow for large x."""
@@ -123,6 +137,14 @@ TRITON: dict[str, TritonOp] = {
     "cos": TritonOp("tl.cos({a0})"),
     "tan": TritonOp("(tl.sin({a0}) / tl.cos({a0}))"),
     "erf": TritonOp("tl.erf({a0})"),
+    "atan": TritonOp("_atan({a0})", ("_atan",)),
+    "sinh": TritonOp("(0.5 * (tl.exp({a0}) - tl.exp(-{a0})))"),
+    "cosh": TritonOp("(0.5 * (tl.exp({a0}) + tl.exp(-{a0})))"),
+    # asinh by its logarithm on |x| (no cancellation for negative x), the sign put back
+    "asinh": TritonOp("tl.where({a0} < 0, -1.0, 1.0) * tl.log(tl.abs({a0}) + tl.sqrt({a0} * {a0} + 1.0))"),
+    "sinc": TritonOp("tl.where({a0} == 0, 1.0, tl.sin(3.141592653589793 * {a0}) / (3.141592653589793 * {a0}))"),
+    "trunc": TritonOp("tl.where({a0} >= 0, tl.floor({a0}), tl.ceil({a0}))"),
+    "frac": TritonOp("({a0} - tl.where({a0} >= 0, tl.floor({a0}), tl.ceil({a0})))"),
     "sign": TritonOp("tl.where({a0} > 0, 1.0, tl.where({a0} < 0, -1.0, 0.0))"),
     "floor": TritonOp("tl.floor({a0})"),
     "ceil": TritonOp("tl.ceil({a0})"),

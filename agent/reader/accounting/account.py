@@ -35,6 +35,7 @@ def account(text: str, reading: Reading) -> Accounting:
         *phrase_checks.phrase_checks(text, facts),
         *shape_checks.dim_name_checks(text, reading),
         *shape_checks.output_shape_checks(text, reading),
+        *shape_checks.output_count_checks(text),
         *shape_checks.repeat_checks(text, facts),
         *shape_checks.unit_norm_checks(text, reading),
     ]

@@ -106,6 +106,8 @@ SPECIAL_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "trigamma": ("polygamma",), "beta function": ("beta",), "zeta": ("zeta",), "zeta function": ("zeta",),
     "hurwitz": ("zeta",), "riemann": ("zeta",), "erfinv": ("erfinv",), "inverse error function": ("erfinv",),
     "erfcx": ("erfcx",), "bessel": ("bessel",),
+    # a second output of indices beside the values ("along with the index location of each minimum value")
+    "index location": ("argmin", "argmax", "topk", "sort"), "namedtuple": ("argmin", "argmax", "topk", "sort"),
     "i0": ("i0",), "i0e": ("i0e",), "i1": ("i1",), "i1e": ("i1e",), "modified bessel": ("i0", "i1"),
     "airy": ("airy_ai",), "chebyshev": ("chebyshev_polynomial_t",), "hermite": ("hermite",),
     "legendre": ("legendre",), "laguerre": ("laguerre",), "logit": ("logit",), "sinc": ("sinc",),

@@ -29,7 +29,8 @@ def phrase_checks(text: str, facts: IRView) -> list[Unaccounted]:
         ops = match.ops | ({"add"} if match.words == ("sum",) and _sum_of_two(text, words[i].end) else set())
         if not inside(words[i].start, spans) and not negated(words, i) and not facts.has_any(ops) \
                 and not any(expansion and expansion <= facts.ops for expansion in match.expansions) \
-                and not _names_an_input(stretch, facts) and not _about_the_job(words, i + len(match.words)):
+                and not _names_an_input(stretch, facts) and not _about_the_job(words, i + len(match.words)) \
+                and not _the_verb_to_mean(text, words, i):
             missing.append(Unaccounted(stretch, _phrase_reason(match)))
         i += len(match.words)
     return missing
@@ -69,8 +70,29 @@ def _about_the_job(words: list[Word], after: int) -> bool:
     return any(w.text in JOB_WORDS for w in words[after:after + 3])
 
 
+# "where * means any number of dimensions", "which means the output ...": the verb, not the average.
+_VERB_BEFORE = {"which", "this", "that", "it", "i", "where", "what", "also", "here", "simply"}
+_VERB_AFTER = {"any", "that", "the", "a", "an", "all", "every", "each", "it", "we", "one", "no", "to", "for"}
+
+
+def _the_verb_to_mean(text: str, words: list[Word], i: int) -> bool:
+    """Tell whether 'means' / 'mean' at words[i] is the verb to mean, not the mean of values."""
+    if words[i].text not in {"means", "meaning"}:
+        return False
+    before = words[i - 1].text if i else ""
+    after = words[i + 1].text if i + 1 < len(words) else ""
+    symbol_before = text[:words[i].start].rstrip()[-1:] in {"*", ")", "]", "'", '"'}
+    return before in _VERB_BEFORE or after in _VERB_AFTER or symbol_before
+
+
+# Plurals that are a noun of their own, not the op done several times: "the logits" are scores, not logit().
+_OWN_NOUNS = {"logits"}
+
+
 def _stem(word: str) -> str:
     """Drop a plural or third-person 's' ('exponentials', 'sums'), never from short words ('abs', 'bias')."""
+    if word in _OWN_NOUNS:
+        return word
     return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 

@@ -100,3 +100,17 @@ def unit_norm_checks(text: str, reading: Reading) -> list[Unaccounted]:
         return [Unaccounted(m.group(0), "keeps the input's shape (x divided by its norm), but the reading's output "
                                         f"is {reading.output_shapes[0]}")]
     return []
+
+
+# `min(input, dim, keepdim=False) -> (Tensor, LongTensor)`: the signature returns several tensors.
+_TENSOR_TYPE = r"(?:Tensor|LongTensor|BoolTensor)"
+_TUPLE_RETURN = re.compile(rf"->\s*\(\s*{_TENSOR_TYPE}(?:\s*,\s*{_TENSOR_TYPE})+\s*\)")
+
+
+def output_count_checks(text: str) -> list[Unaccounted]:
+    """A signature that returns a tuple of tensors asks for outputs a reading (one result) cannot give."""
+    m = _TUPLE_RETURN.search(text)
+    if m is None or re.search(r"->\s*Tensor\b", text[:m.start()] + text[m.end():]):
+        return []  # "-> Tensor or (Tensor, LongTensor)": one form returns a single tensor
+    return [Unaccounted(m.group(0).lstrip("-> "), "returns several tensors, but the reading computes one")]
+

@@ -33,7 +33,7 @@ def assignment_checks(text: str, reading: Reading, facts: IRView) -> list[Unacco
         if name in JOB_FIELDS or name in {"default", "defaults", "shape", "size", "dims", "rank", "version"} \
                 or inside(m.start(), spans) or _in_brackets(text, m.start()):
             continue
-        if name in facts.names or raw in facts.names:
+        if name in facts.names or raw in facts.names or _conditional(text, m.start(1) + m.group(1).rfind(raw)):
             continue
         value = _value(value_text)
         if _applied(name, value, reading, facts):
@@ -44,6 +44,12 @@ def assignment_checks(text: str, reading: Reading, facts: IRView) -> list[Unacco
 
 
 QUANTITY_NAMES = {n for names in QUANTITIES.values() for n in names} | {"_".join(k.split()) for k in QUANTITIES}
+
+
+def _conditional(text: str, position: int) -> bool:
+    """Tell whether a setting is the condition of an API sentence ("If keepdim is True, ..."), not a value set."""
+    before = text[max(0, position - 40):position]
+    return bool(re.search(r"(?:^|[.;\n])\s*(?:If|When|Unless)\s+:?(?:attr:)?`?$", before, re.I))
 
 
 def _signature_at(text: str, start: int, end: int) -> bool:

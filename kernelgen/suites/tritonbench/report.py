@@ -7,9 +7,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-OUTCOMES = ("right", "wrong", "question", "reader exception", "no reference")
-LABELS = {"right": "right", "wrong": "wrong", "question": "question", "reader exception": "exception",
-          "no reference": "no reference"}
+OUTCOMES = ("right", "wrong", "reference fault", "question", "reader exception", "no reference")
+LABELS = {"right": "right", "wrong": "wrong", "reference fault": "reference fault", "question": "question",
+          "reader exception": "exception", "no reference": "no reference"}
 
 
 def summary(results: list[dict[str, Any]], form: str, total: int) -> str:
@@ -23,7 +23,7 @@ def detail(result: dict[str, Any]) -> str:
     outcome = result["outcome"]
     if outcome == "question":
         return result["question"][:120]
-    if outcome == "wrong":
+    if outcome in ("wrong", "reference fault"):
         return f"`{result['pytorch']}` ({result['reason']})"
     if outcome == "reader exception":
         return f"{result['exception']}: {result['question'][:120]}"

@@ -21,6 +21,7 @@ from agent.reader.read import read_spec
 from agent.spec import SpecError
 from kernelgen.suites.tritonbench.compare import judge
 from kernelgen.suites.tritonbench.data import References, Task
+from kernelgen.suites.tritonbench.faults import reference_fault
 from kernelgen.suites.tritonbench.spec_text import inputs_line, parameters_line, spec_text
 
 PROBE = Path(__file__).with_name("probe.py")
@@ -119,8 +120,12 @@ def read_and_judge(task: Task, form: str, probed: dict[str, Any]) -> dict[str, A
                                                             "on the same inputs differ)"}
     names = [t["name"] for t in capture["tensors"]]
     verdict = judge(reading, names, probed["runs"])
-    return result | {"outcome": verdict.outcome, "reason": verdict.reason, "mapping": verdict.mapping,
-                     "evaluator": verdict.evaluator}
+    result |= {"outcome": verdict.outcome, "reason": verdict.reason, "mapping": verdict.mapping,
+               "evaluator": verdict.evaluator}
+    fault = reference_fault(task.name, reading.ir, verdict.outcome)
+    if fault is not None:  # wrong against a benchmark function that departs from its own text: said so, not hidden
+        result |= {"outcome": "reference fault", "reason": f"{fault.why}; against it: {verdict.reason}"}
+    return result
 
 
 def run(tasks: list[Task], references: References, forms: list[str], *, jobs: int = 2,

@@ -103,7 +103,7 @@ def test_a_chain_described_twice_is_not_applied_twice() -> None:
     "softmax with temperature, x [4096, 1024] fp16",
     "x times w transposed, x [512, 512] fp16, w [512, 512] fp16",
     "logarithm of the sum of exponentials of x over the last dim, x [4096, 1024] fp32",
-    "log of the absolute value of the gamma function of x, x [1024] fp32",
+    "the Hurwitz zeta function of x and q, x [1024] fp32, q [1024] fp32",
 ])
 def test_specs_once_read_wrong_and_verified_now_end_in_a_question(text: str) -> None:
     with pytest.raises(SpecQuestion) as raised:
