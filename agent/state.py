@@ -21,6 +21,7 @@ class JobRequest(BaseModel):
     spec_text: str
     out_dir: str | None = None  # the output folder; None puts it at out_root/<op name> (job-<id> if never read)
     out_root: str = "kernelgen_out"
+    overwrite: bool = False  # reuse out_root/<op name> even where an earlier job's files are (else <op>-2, -3, ...)
     device: str = "auto"
     rounds: int | None = None  # overrides the spec's max rounds
     target_speedup: float | None = None  # overrides the spec's target

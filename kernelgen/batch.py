@@ -45,26 +45,54 @@ RoundsOption = Annotated[int | None, typer.Option(help="Max optimization rounds 
 ResumeOption = Annotated[bool, typer.Option("--resume", help="Skip the tasks already finished in --out.")]
 JobsOption = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, help="Tasks at once (default: one per GPU or NPU here, else 1).")]
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="Write over the files an earlier run left in the output folder (default: refuse, or a fresh "
+                    "folder <op>-2, <op>-3, ... beside kernelgen_out/<op>).")]
+
+
+def check_device(device: str) -> None:
+    """Refuse, once and before anything is recorded or run, a device name or an accelerator that is not here."""
+    if device not in ("auto", "cuda", "npu", "cpu"):
+        raise typer.BadParameter("device must be auto, cuda, npu or cpu", param_hint="--device")
+    if device in ("cuda", "npu"):
+        from agent.runtime.devices import detect  # torch loads only for an accelerator asked for by name
+
+        try:
+            detect(device)
+        except RuntimeError:
+            raise typer.BadParameter(
+                f"{device} was asked for, but this machine has no {device.upper()} device that torch can see; "
+                "nothing was run. Use --device cpu (the Triton interpreter: accuracy only, nothing is timed) or "
+                "--device auto.", param_hint="--device") from None
+
+
+def refuse_a_used_folder(folder: Path, what: str = "an earlier run's files") -> None:
+    """Refuse an output folder that already holds files, unless the caller passes --force."""
+    if folder.is_dir() and any(folder.iterdir()):
+        raise typer.BadParameter(f"{folder} already holds {what}; choose another --out, or add --force to write "
+                                 "over them", param_hint="--out")
 
 
 def batch(
     file: Annotated[Path, typer.Argument(help="A task book (.md), a folder of spec files, or a JSONL of specs.",
                                          exists=True)],
     out: OutOption = Path("kernelgen_batch"), device: DeviceOption = "auto", rounds: RoundsOption = None,
-    resume: ResumeOption = False, jobs: JobsOption = None,
+    resume: ResumeOption = False, jobs: JobsOption = None, force: ForceOption = False,
 ) -> None:
     """Run a batch of tasks, one per accelerator at a time; write the report (json, md, html) and its plots."""
-    run_batch(file, out, device=device, rounds=rounds, resume=resume, jobs=jobs)
+    run_batch(file, out, device=device, rounds=rounds, resume=resume, jobs=jobs, force=force)
 
 
-def run_batch(file: Path, out: Path, *, device: str, rounds: int | None, resume: bool, jobs: int | None) -> None:
+def run_batch(file: Path, out: Path, *, device: str, rounds: int | None, resume: bool, jobs: int | None,
+              force: bool = False) -> None:
     """Create (or, resuming, find) the batch of a file, run its unfinished tasks, write the report; exit 0 or 1."""
     from storage import batches
     from storage.db import make_engine
     from storage.runners import fail_abandoned_cli_jobs
 
-    if device not in ("auto", "cuda", "npu", "cpu"):
-        raise typer.BadParameter("device must be auto, cuda, npu or cpu", param_hint="--device")
+    if not resume and not force:  # a second batch into one folder would write over the first one's tasks and report
+        refuse_a_used_folder(out, "an earlier batch's files (--resume continues it)")
+    check_device(device)
     settings = Settings()
     engine = make_engine(settings.database_url)
     fail_abandoned_cli_jobs(engine)  # a killed command line's jobs (this one's, before --resume) end as failed
@@ -74,6 +102,9 @@ def run_batch(file: Path, out: Path, *, device: str, rounds: int | None, resume:
 
     present = count_accelerators() if device != "cpu" else 0
     slots = AcceleratorSlots(present)  # kernels of one task at a time on each accelerator
+    if not present:  # said before the first task, not found out from the report
+        console.print(f"{'No GPU or NPU here' if device != 'cpu' else '--device cpu'}: every task runs on the CPU "
+                      "through the Triton interpreter: accuracy only, nothing is timed.", highlight=False)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         overall = progress.add_task("batch", total=len(tasks_rows))
@@ -130,7 +161,8 @@ def _run_task(engine: Engine, settings: Settings, task: BatchTask, out: Path, de
     folder = out / f"task_{number:03d}_{_slug(task.title)}"
     request = JobRequest(spec_text=task.spec_text, out_dir=str(folder), device=device, rounds=rounds)
     try:
-        final = run_job(request, settings, report, accelerators=slots)
+        from kernelgen.conformance import stage_clock  # each stage's seconds, for the suite's report
+        final = run_job(request, settings, stage_clock(folder, report), accelerators=slots)
     except Exception as exc:  # the job row says failed; the other tasks still run (--resume retries this one)
         progress.update(line, description=f"{number}. {title}: crashed: {exc}"[:120], total=1, completed=1)
         progress.advance(overall)
@@ -160,7 +192,9 @@ def _write_report(engine: Engine, batch_id: int, out: Path) -> None:
     for name in PLOTS:
         (out / f"{name}.png").write_bytes(render(name, built))
     totals = built["totals"]
-    console.print(f"verified {totals['verified']} of {totals['tasks']}; report: {out / 'report.md'}")
+    untimed = "; nothing was timed (accuracy only)" if not totals["measured"] else ""
+    console.print(f"verified {batch_report.verified_line(totals)}{untimed}; report: {out / 'report.md'}",
+                  highlight=False, soft_wrap=True)
     raise typer.Exit(code=0 if totals["verified"] == totals["tasks"] else 1)
 
 

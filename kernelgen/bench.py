@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kernelgen.batch import DeviceOption, JobsOption, OutOption, ResumeOption, RoundsOption, run_batch
+from kernelgen.batch import DeviceOption, ForceOption, JobsOption, OutOption, ResumeOption, RoundsOption, run_batch
+from kernelgen.conformance import independent, prose_suite, write_report
 
 SUITES = Path(__file__).resolve().with_name("suites")
 
@@ -19,14 +21,28 @@ def suite_names() -> list[str]:
 
 def bench(
     suite: Annotated[str, typer.Argument(
-        help="A built-in suite's name (families: 24 operators of every family) or a task book, folder or JSONL.")
+        help="A built-in suite's name (families: 24 operators of every family; conformance: every engine x dtype x "
+             "odd shapes, checked against its own references) or a task book, folder or JSONL.")
     ] = "families",
     out: OutOption = Path("kernelgen_bench"), device: DeviceOption = "auto", rounds: RoundsOption = None,
-    resume: ResumeOption = False, jobs: JobsOption = None,
+    resume: ResumeOption = False, jobs: JobsOption = None, force: ForceOption = False,
 ) -> None:
     """Run a suite like a batch: each task verified (against its reference, where a record gives one) and timed."""
     path = SUITES / f"{suite}.jsonl" if suite in suite_names() else Path(suite)
     if not path.exists():
         raise typer.BadParameter(f"{suite!r} is neither a built-in suite ({', '.join(suite_names())}) nor a file",
                                  param_hint="SUITE")
-    run_batch(path, out, device=device, rounds=rounds, resume=resume, jobs=jobs)
+    if not independent(path):
+        run_batch(path, out, device=device, rounds=rounds, resume=resume, jobs=jobs, force=force)
+        return
+    # The conformance suite: the jobs read the prose alone; its references check the verified kernels afterwards.
+    code = 0
+    with tempfile.TemporaryDirectory(prefix="kernelgen-suite-") as folder:
+        try:
+            run_batch(prose_suite(path, Path(folder)), out, device=device, rounds=rounds, resume=resume, jobs=jobs,
+                      force=force)
+        except typer.Exit as exc:
+            code = exc.exit_code
+    totals = write_report(out, path, device)["totals"]
+    typer.echo(f"independently correct {totals['correct']} of {totals['cases']}; report: {out / 'conformance.md'}")
+    raise typer.Exit(code=code or int(totals["correct"] != totals["cases"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -12,13 +12,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agent.generators.config_rules import config_from_label
-from agent.state import JobRequest, JobState
-from agent.targets import standing
 from kernelgen.admin import users_app
-from kernelgen.batch import batch
+from kernelgen.batch import ForceOption, batch, check_device, refuse_a_used_folder
 from kernelgen.bench import bench
 from kernelgen.settings import Settings
+
+if TYPE_CHECKING:  # torch loads with the reader and the generators: `patterns`, `users` and --help start without it
+    from agent.state import JobState
 
 app = typer.Typer(help="Turn a plain-language operator spec into a verified Triton kernel.", no_args_is_help=True)
 console = Console()
@@ -37,7 +37,8 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debu
 def run(
     spec: Annotated[str | None, typer.Argument(help="The operator spec, in English or Chinese.")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the spec or a task book.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (default kernelgen_out/<op>).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Output folder (default kernelgen_out/<op>); one that holds files needs --force.")] = None,
     device: Annotated[str, typer.Option(help="auto | cuda | npu | cpu")] = "auto",
     rounds: Annotated[int | None, typer.Option(help="Max optimization rounds (1-5).")] = None,
     target_speedup: Annotated[float | None, typer.Option(
@@ -53,17 +54,22 @@ def run(
     llm_base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1 (env KERNELGEN_LLM_BASE_URL).")] = None,
     llm_model: Annotated[str | None, typer.Option(help="Model name (env KERNELGEN_LLM_MODEL).")] = None,
+    force: ForceOption = False,
 ) -> None:
     """Generate, verify and tune a kernel; exit 0 only when every job gives a verified kernel, 2 on a question."""
+    from agent.generators.config_rules import config_from_label
     from agent.llm.config import LlmConfigError, resolve_llm
     from agent.reader import split_tasks
     from agent.runner import run_job
+    from agent.state import JobRequest
 
-    if device not in ("auto", "cuda", "npu", "cpu"):
-        raise typer.BadParameter("device must be auto, cuda, npu or cpu", param_hint="--device")
     if (spec is None) == (file is None):
         raise typer.BadParameter("give the spec text or --file, not both and not neither")
     text = file.read_text(encoding="utf-8") if file is not None else str(spec)
+    tasks = split_tasks(text)
+    if out is not None and len(tasks) == 1 and not force:
+        refuse_a_used_folder(out)
+    check_device(device)
     settings = Settings()
     overrides = {k: v for k, v in (("llm_base_url", llm_base_url), ("llm_model", llm_model)) if v is not None}
     settings = settings.model_copy(update=overrides) if overrides else settings
@@ -81,7 +87,6 @@ def run(
             initial = config_from_label(label)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint=hint) from None
-    tasks = split_tasks(text)
     failures = questions = 0
     for index, task in enumerate(tasks):
         if len(tasks) > 1:
@@ -89,7 +94,7 @@ def run(
         single = out is not None and len(tasks) == 1
         request = JobRequest(
             spec_text=task, out_dir=str(out) if single else None, out_root=str(out or "kernelgen_out"),
-            device=device, rounds=rounds,
+            overwrite=force, device=device, rounds=rounds,
             target_speedup=target_speedup, initial_config=initial, llm=llm,  # type: ignore[arg-type]
         )
         progress = _Progress()
@@ -116,6 +121,10 @@ class _Progress:
     def __call__(self, stage: str, message: str) -> None:
         """Print one stage's report."""
         self.lines.append((stage, message))
+        if "\n" in message:  # a report of several lines (the reading) goes under its stage, not on after the name
+            body = "\n".join(f"{'':>12} {line}" for line in message.splitlines())
+            console.print(f"[bold cyan]{stage:>12}[/]\n{escape(body)}", highlight=False)
+            return
         console.print(f"[bold cyan]{stage:>12}[/] {escape(message)}", highlight=False)
 
     def stage_that_said(self, message: str) -> str | None:
@@ -124,6 +133,8 @@ class _Progress:
 
 
 def _print_summary(final: JobState, progress: _Progress) -> None:
+    from agent.targets import standing
+
     status = final.get("status", "failed")
     if status == "rejected" or "spec" not in final:
         message = final.get("message", "")

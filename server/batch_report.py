@@ -44,6 +44,7 @@ def task_figures(engine: Engine, task: BatchTask, job: Job | None, status: str) 
         "best_config": kept[0].config if kept else None,
         "speedup_vs_eager": best.get("speedup_vs_eager"), "speedup_vs_compile": best.get("speedup_vs_compile"),
         "pct_of_roofline": best.get("pct_of_roofline"), "seconds": seconds,
+        "coverage": job.coverage if job is not None else None,  # "reduced": no spec shape ran (the CPU's limit)
         "reason": (job.message if job is not None and status != "verified" else None),
         # The best version's measured cases on the roofline, and the machine's ceilings (for the scatter plot).
         "points": [{"intensity": c["intensity"], "tflops": c["tflops"], "peak_tflops": c.get("peak_tflops")}
@@ -68,7 +69,8 @@ def totals(lines: list[dict[str, Any]]) -> dict[str, Any]:
             "fast_p_eager": {str(p): fast("speedup_vs_eager", p) for p in FAST_P},
             "fast_p_compile": {str(p): fast("speedup_vs_compile", p) for p in FAST_P},
             "geomean_vs_eager": geomean("speedup_vs_eager"), "geomean_vs_compile": geomean("speedup_vs_compile"),
-            "measured": sum(1 for line in verified if line["speedup_vs_eager"])}
+            "measured": sum(1 for line in verified if line["speedup_vs_eager"]),
+            "reduced": sum(1 for line in verified if line.get("coverage") == "reduced")}
 
 
 def build(engine: Engine, batch: Batch, rows: list[tuple[BatchTask, Job | None, str]]) -> dict[str, Any]:
@@ -92,12 +94,29 @@ def _cell(value: Any) -> str:
     return " ".join(str(value).split())
 
 
+def verified_line(totals_: dict[str, Any]) -> str:
+    """Say how many tasks verified, and on what: a verdict on reduced shapes only is not one on the spec's shapes."""
+    verified, tasks, reduced = totals_["verified"], totals_["tasks"], totals_.get("reduced", 0)
+    if not reduced:
+        return f"{verified} of {tasks} ({100 * verified / (tasks or 1):.0f}%)"
+    return (f"on the spec's shapes: {verified - reduced} of {tasks}; on reduced shapes only: {reduced} (the spec's "
+            "shapes were too large to run here)")
+
+
+def timed_line(totals_: dict[str, Any]) -> str | None:
+    """Say that nothing was timed, where nothing was (None where some task was)."""
+    if totals_.get("measured"):
+        return None
+    return "not measured: no task was timed (the CPU interpreter checks accuracy only)"
+
+
 def _summary(report: dict[str, Any]) -> list[tuple[str, str]]:
     t = report["totals"]
     pct = lambda share: f"{100 * share:.0f}%"  # noqa: E731
-    fast_e = ", ".join(f"p={p}: {pct(v)}" for p, v in t["fast_p_eager"].items())
-    fast_c = ", ".join(f"p={p}: {pct(v)}" for p, v in t["fast_p_compile"].items())
-    return [("verified", f"{t['verified']} of {t['tasks']} ({pct(t['exec_accuracy'])})"),
+    untimed = timed_line(t)
+    fast_e = untimed or ", ".join(f"p={p}: {pct(v)}" for p, v in t["fast_p_eager"].items())
+    fast_c = untimed or ", ".join(f"p={p}: {pct(v)}" for p, v in t["fast_p_compile"].items())
+    return [("verified", verified_line(t)),
             ("measured on an accelerator", str(t["measured"])),
             ("fast_p vs eager", fast_e), ("fast_p vs torch.compile", fast_c),
             ("geomean x eager", _cell(t["geomean_vs_eager"])),

@@ -51,9 +51,23 @@ def read_spec(spec: str, settings: Settings) -> list[ReadOutcome]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def reply_to(engine: Engine, settings: Settings, redactor: Redactor, thread_id: int, text: str) -> list[ChatMessage]:
-    """Record the person's message and the service's reply; return both."""
-    said = threads.add_message(engine, thread_id, ChatMessage(thread_id=thread_id, role="user", text=text))
+def runs_on(devices: dict[str, str], asked: str | None = None) -> dict[str, Any]:
+    """Say where a job started here runs: on an accelerator (timed), or on the CPU interpreter (accuracy only).
+
+    `asked` is the device the spec names (a task book's "device: CUDA"); the jobs run where the server can.
+    """
+    kind = next((k for k in ("cuda", "npu") if k in devices), "cpu")
+    wanted = asked.lower() if asked else None
+    return {"kind": kind, "name": devices.get(kind, "CPU"), "timed": kind != "cpu",
+            "asked": wanted if wanted in ("cuda", "npu") and wanted != kind else None}
+
+
+def reply_to(engine: Engine, settings: Settings, redactor: Redactor, thread_id: int, text: str,
+             filename: str | None = None, devices: dict[str, str] | None = None) -> list[ChatMessage]:
+    """Record the person's message (with the name of the file it came from) and the service's reply; return both."""
+    said = threads.add_message(engine, thread_id, ChatMessage(
+        thread_id=thread_id, role="user", text=text, data_json=json.dumps({"file": filename} if filename else {})))
+    here = devices if devices is not None else {"cpu": "CPU"}
     before = last_reply(engine, thread_id)
     spec, options, changes, derived_from = text, {}, [], None
     alone = read_spec(text, settings)
@@ -75,13 +89,16 @@ def reply_to(engine: Engine, settings: Settings, redactor: Redactor, thread_id: 
     if len(outcomes) > 1:
         tasks = [redactor.value(o.model_dump(mode="json")) for o in outcomes]
         read = sum(o.status == "read" for o in outcomes)
-        reply = _add(engine, thread_id, "tasks", f"{len(outcomes)} tasks, {read} read", spec, {"tasks": tasks})
+        asked = next((o.reading.device for o in outcomes if o.reading is not None
+                      and o.reading.device.lower() in ("cuda", "npu")), None)
+        reply = _add(engine, thread_id, "tasks", f"{len(outcomes)} tasks, {read} read", spec,
+                     {"tasks": tasks, "runs_on": runs_on(here, asked)})
         return [said, reply]
     outcome = outcomes[0]
     if outcome.status == "question" or outcome.reading is None:
         return [said, _add(engine, thread_id, "question", redactor.text(outcome.question or ""), spec)]
     data = {"reading": redactor.value(outcome.reading.model_dump(mode="json")), "options": options,
-            "changes": changes, "derived_from": derived_from}
+            "changes": changes, "derived_from": derived_from, "runs_on": runs_on(here, outcome.reading.device)}
     return [said, _add(engine, thread_id, "reading", redactor.text(outcome.understood or ""), spec, data)]
 
 
@@ -105,8 +122,9 @@ def start(engine: Engine, service: JobService, thread_id: int, message: ChatMess
                          initial_config=config_from_label(options["initial_config"])
                          if options.get("initial_config") else None)
     job_id = service.submit(request, owner=owner)
+    asked = reading.get("device") if isinstance(reading, dict) else None
     job_data = {"reading": reading, "options": options, "from_message": message.id, "task": task,
-                "derived_from": data.get("derived_from")}
+                "derived_from": data.get("derived_from"), "runs_on": runs_on(service.devices, asked)}
     return threads.add_message(engine, thread_id, ChatMessage(
         thread_id=thread_id, role="assistant", kind="job", text=f"job {job_id}", spec_text=spec,
         data_json=json.dumps(job_data), job_id=job_id))
@@ -126,7 +144,8 @@ def start_batch(engine: Engine, service: JobService, thread_id: int, message: Ch
                             chosen, {})
     return threads.add_message(engine, thread_id, ChatMessage(
         thread_id=thread_id, role="assistant", kind="batch", text=f"batch {batch_id}", spec_text=message.spec_text,
-        data_json=json.dumps({"batch_id": batch_id, "from_message": message.id, "tasks": len(chosen)})))
+        data_json=json.dumps({"batch_id": batch_id, "from_message": message.id, "tasks": len(chosen),
+                              "runs_on": runs_on(service.devices, data_of(message).get("runs_on", {}).get("asked"))})))
 
 
 def _follow_up(before: ChatMessage, text: str) -> FollowUp | None:

@@ -17,6 +17,9 @@ class MessageCreate(BaseModel):
 
     text: SpecText = Field(description="The message, in English or Chinese, or PyTorch code.",
                            examples=["fused bias-add + GELU, x [8192, 4096] fp16, bias [4096]"])
+    filename: str | None = Field(default=None, min_length=1, max_length=255, pattern=r"^[^/\\\x00-\x1f]+$",
+                                 description="The name of the file the text came from (attached or dropped).",
+                                 examples=["taskbook.md"])
 
 
 class StartCreate(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, delete, select
 
 from storage.models import ChatMessage, ChatThread
 
@@ -67,3 +67,11 @@ def get_message(engine: Engine, thread_id: int, message_id: int) -> ChatMessage 
     with Session(engine) as session:
         message = session.get(ChatMessage, message_id)
         return message if message is not None and message.thread_id == thread_id else None
+
+
+def delete_thread(engine: Engine, thread_id: int) -> None:
+    """Delete a thread and its messages (the jobs and batches it started stay, with their files)."""
+    with Session(engine) as session:
+        session.exec(delete(ChatMessage).where(col(ChatMessage.thread_id) == thread_id))
+        session.exec(delete(ChatThread).where(col(ChatThread.id) == thread_id))
+        session.commit()

@@ -68,6 +68,11 @@ def definition(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     worst = max(analysis.cases, key=lambda c: c.bound_ms)
     ctx.report("definition", f"{device.kind} ({device.name}); {worst.bound}-bound, largest case bound "
                f"{worst.bound_ms:.4f} ms")
+    if device.kind == "cpu":  # said before anything runs: a CPU job is checked, never timed
+        asked = spec.reading.device if spec.reading is not None else "auto"
+        wanted = f"the spec asks for {asked}, but none is here: " if asked in ("cuda", "npu") else ""
+        ctx.report("definition", f"{wanted}this job runs on the CPU through the Triton interpreter: accuracy only, "
+                                 "nothing is timed and no optimization round runs")
     if patterns:
         helped = sum(1 for p in patterns if p.times_helped)
         ctx.report("definition", f"{len(patterns)} optimization patterns known for {category} on {device.name} "

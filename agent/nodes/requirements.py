@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from agent.context import JobContext
 from agent.llm.authoring import read_spec as model_read
 from agent.llm.client import LlmError
+from agent.output import fresh_folder
 from agent.reader import read_spec
 from agent.reader.compare import disagreement
 from agent.spec import OpSpec, SpecError
@@ -47,7 +48,13 @@ def requirements(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any
     else:
         inputs = ", ".join(f"{t.name} {t.shapes} {'/'.join(t.dtypes)}" for t in spec.inputs)
         ctx.report("requirements", f"{spec.name} ({spec.category}): {spec.formula}; {inputs}")
-    out_dir = request.out_dir or str(Path(request.out_root) / spec.name)
+    out_dir = request.out_dir
+    if not out_dir:
+        base = Path(request.out_root) / spec.name
+        out_dir = str(fresh_folder(base, request.overwrite))
+        if out_dir != str(base):  # never over an earlier job's files without a word
+            ctx.report("requirements", f"{base} holds an earlier job's files: this job writes to {out_dir} "
+                                       "(--force writes over them)")
     crud.update_job(ctx.engine, job_id, op_name=spec.name, spec_json=spec.model_dump_json(), out_dir=out_dir)
     return {
         "spec": spec, "out_dir": out_dir, "status": "running", "generator": generator,

@@ -74,6 +74,12 @@ def list_artifacts(job: JobDep, engine: EngineDep, redactor: RedactorDep) -> lis
     return listed
 
 
+def zip_name(op: str | None, job_id: int) -> str:
+    """Name a job's zip by its op (and number, so two jobs of one op stay apart): relu_job_12.zip."""
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "_", op or "").strip("_")[:64]
+    return f"{safe}_job_{job_id}.zip" if safe else f"job_{job_id}_artifacts.zip"
+
+
 @router.get("/{job_id}/artifacts.zip", summary="Download all of a job's files", response_class=Response,
             responses={200: {"content": {"application/zip": {}}, "description": "A zip of every file."}}
             | NOT_FOUND | INVALID)
@@ -84,7 +90,7 @@ def zip_artifacts(job: JobDep, engine: EngineDep, redactor: RedactorDep) -> Resp
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for row in crud.list_artifacts(engine, job.id):
             archive.writestr(archive_name(row), served(row, redactor))
-    headers = {"Content-Disposition": f'attachment; filename="job_{job.id}_artifacts.zip"'}
+    headers = {"Content-Disposition": f'attachment; filename="{zip_name(job.op_name, job.id)}"'}
     return Response(buffer.getvalue(), media_type="application/zip", headers=headers)
 
 

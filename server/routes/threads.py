@@ -52,17 +52,27 @@ def get_thread_detail(thread: ThreadDep, engine: EngineDep) -> ThreadDetail:
     return ThreadDetail.model_validate(thread.model_dump() | {"messages": messages})
 
 
+@router.delete("/{thread_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a thread",
+               responses=NOT_FOUND | INVALID)
+def delete_thread(thread: ThreadDep, engine: EngineDep) -> None:
+    """Delete a thread and its messages; the jobs and batches it started stay (GET /jobs lists them)."""
+    assert thread.id is not None
+    threads.delete_thread(engine, thread.id)
+
+
 @router.post("/{thread_id}/messages", response_model=list[MessagePublic], summary="Send a message",
              responses=NOT_FOUND | INPUT_ERRORS | BUSY)
 async def send_message(body: MessageCreate, request: Request, thread: ThreadDep, engine: EngineDep,
-                       settings: SettingsDep, redactor: RedactorDep, principal: PrincipalDep) -> list[MessagePublic]:
+                       settings: SettingsDep, redactor: RedactorDep, principal: PrincipalDep,
+                       service: ServiceDep) -> list[MessagePublic]:
     """Read the message (a spec, an answer, a follow-up) and return it with the reply: a reading or a question."""
     assert thread.id is not None
     check_spec_size(body.text, settings)
     thread_id = thread.id
     # The reply reads code specs in the sandbox: it holds a sandbox slot (429 when none is free), as POST /read does.
     said = await run_admitted(request, principal.name, settings.read_deadline_s,
-                              lambda: chat.reply_to(engine, settings, redactor, thread_id, body.text))
+                              lambda: chat.reply_to(engine, settings, redactor, thread_id, body.text,
+                                                    filename=body.filename, devices=service.devices))
     return [MessagePublic.of(m) for m in said]
 
 

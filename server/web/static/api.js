@@ -29,7 +29,7 @@ export async function api(path, { method = "GET", body } = {}) {
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (!response.ok) throw new ApiError(response.status, await detailOf(response));
-  return response.json();
+  return response.status === 204 ? null : response.json();
 }
 
 /** Fetch a file's text or bytes with the token. */

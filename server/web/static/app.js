@@ -2,7 +2,7 @@
 import { ApiError, api, session, setToken } from "./api.js";
 import { applyI18n, lang, setLang, t, tx } from "./i18n.js";
 import { batchCard, closeBatchCards } from "./batch.js";
-import { closeJobCards, jobCard } from "./job.js";
+import { closeJobCards, jobCard, runsOnNote } from "./job.js";
 import { el } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -52,8 +52,15 @@ function bindControls() {
   $("composer-file").addEventListener("change", async (event) => {
     const file = event.target.files[0];
     event.target.value = "";
-    if (file) send(await file.text());
+    if (file) sendFile(file);
   });
+  bindDrop();
+  for (const example of document.querySelectorAll("#welcome .example")) {
+    example.addEventListener("click", () => {
+      text.value = example.textContent.trim();
+      text.focus();
+    });
+  }
   $("new-thread").addEventListener("click", () => newThread());
   $("lang-toggle").addEventListener("click", () => {
     setLang(lang() === "zh" ? "en" : "zh");
@@ -78,6 +85,49 @@ function bindControls() {
   });
 }
 
+const SPEC_FILE = /\.(md|py|txt)$/i;
+
+/** A .md, .py or .txt file dropped anywhere on the conversation or the message box is sent as the attach button does. */
+function bindDrop() {
+  const zone = document.querySelector(".chat");
+  const carriesFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
+  let depth = 0;
+  zone.addEventListener("dragenter", (event) => {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();
+    depth += 1;
+    document.body.classList.add("dropping");
+  });
+  zone.addEventListener("dragover", (event) => {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "copy";
+  });
+  zone.addEventListener("dragleave", () => {
+    depth = Math.max(0, depth - 1);
+    if (!depth) document.body.classList.remove("dropping");
+  });
+  zone.addEventListener("drop", (event) => {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();
+    depth = 0;
+    document.body.classList.remove("dropping");
+    const file = event.dataTransfer.files[0];
+    if (file) sendFile(file);
+  });
+  // A file dropped beside the zone must not replace the page (the browser's default opens it).
+  window.addEventListener("dragover", (event) => { if (carriesFiles(event)) event.preventDefault(); });
+  window.addEventListener("drop", (event) => { if (carriesFiles(event)) event.preventDefault(); });
+}
+
+async function sendFile(file) {
+  if (!SPEC_FILE.test(file.name)) {
+    showError(new Error(t("file_kind", { name: file.name })));
+    return;
+  }
+  await send(await file.text(), file.name);
+}
+
 function askToken() {
   const dialog = $("token-dialog");
   if (!dialog.open) dialog.showModal();
@@ -100,15 +150,44 @@ async function refreshThreads() {
   const { items } = await api("/threads");
   const list = $("thread-list");
   list.replaceChildren(...items.map((thread) => {
+    const when = new Date(thread.updated_at.endsWith("Z") || /[+-]\d\d:\d\d$/.test(thread.updated_at)
+      ? thread.updated_at : `${thread.updated_at}Z`);
     const button = el("button", { type: "button", class: "thread-link", "data-thread": thread.id },
-      thread.title || t("empty_thread"));
+      el("span", { class: "thread-title" }, thread.title || t("empty_thread")),
+      el("time", { datetime: when.toISOString() }, when.toLocaleString(lang() === "zh" ? "zh-CN" : "en",
+        { dateStyle: "medium", timeStyle: "short" })));
     if (thread.id === threadId) button.setAttribute("aria-current", "true");
     button.addEventListener("click", () => {
       document.body.classList.remove("sidebar-open");
       openThread(thread.id).catch(showError);
     });
-    return el("li", {}, button);
+    return el("li", { class: "thread-item" }, button, deleteButton(thread));
   }));
+}
+
+/** A thread's delete button: the first press asks (the button says so), the second deletes; the jobs stay. */
+function deleteButton(thread) {
+  const button = el("button", { type: "button", class: "thread-delete", "data-thread": thread.id,
+    "aria-label": t("delete_thread", { title: thread.title || t("empty_thread") }) }, "×");
+  button.addEventListener("click", async () => {
+    if (!button.classList.contains("confirm")) {
+      button.classList.add("confirm");
+      button.replaceChildren(tx("span", "delete_confirm"));
+      return;
+    }
+    try {
+      await api(`/threads/${thread.id}`, { method: "DELETE" });
+      if (thread.id === threadId) newThread();
+      else await refreshThreads();
+    } catch (error) {
+      showError(error);
+    }
+  });
+  button.addEventListener("blur", () => {
+    button.classList.remove("confirm");
+    button.replaceChildren("×");
+  });
+  return button;
 }
 
 function newThread() {
@@ -138,7 +217,7 @@ async function openThread(id) {
   box.lastElementChild?.scrollIntoView({ block: "end" });
 }
 
-async function send(text) {
+async function send(text, filename = null) {
   clearError();
   const button = $("send");
   button.disabled = true;
@@ -150,9 +229,10 @@ async function send(text) {
       location.hash = `thread=${thread.id}`;
     }
     const sentTo = threadId;
-    const said = await api(`/threads/${sentTo}/messages`, { method: "POST", body: { text } });
+    const body = filename ? { text, filename } : { text };
+    const said = await api(`/threads/${sentTo}/messages`, { method: "POST", body });
     if (sentTo !== threadId) return; // the person opened another thread meanwhile: the reply is kept there
-    $("composer-text").value = "";
+    if (!filename) $("composer-text").value = ""; // a file leaves what was being typed in the box
     $("welcome").hidden = true;
     for (const message of said) $("messages").append(renderMessage(message, said));
     $("messages").lastElementChild?.scrollIntoView({ block: "end" });
@@ -174,10 +254,17 @@ function renderMessage(message, all) {
     case "batch": return batchCard(message);
     case "error": return el("section", { class: "msg assistant error-msg", role: "alert" },
       tx("h3", "error"), el("p", { class: "msg-text" }, message.text));
-    default: return el("section", { class: "msg user", "data-message": message.id },
-      tx("span", "you", {}, { class: "who" }), el("pre", { class: "msg-text" }, message.text));
+    default: return userMessage(message);
   }
 }
+
+function userMessage(message) {
+  const card = el("section", { class: "msg user", "data-message": message.id }, tx("span", "you", {}, { class: "who" }));
+  if (message.data?.file) card.append(tx("p", "sent_file", { name: message.data.file }, { class: "file-name" }));
+  card.append(el("pre", { class: "msg-text" }, message.text));
+  return card;
+}
+
 
 function startedFrom(all, messageId, task = null) {
   return all.find((m) => m.kind === "job" && m.data.from_message === messageId && (m.data.task ?? null) === task);
@@ -205,6 +292,8 @@ function readingCard(message, all) {
   if (rounds) facts.append(" · ", tx("span", "rounds"), `: ${rounds}`);
   for (const [name, value] of Object.entries(reading.params || {})) facts.append(el("br"), `${name} = ${value}`);
   card.append(facts);
+  const where = runsOnNote(message.data.runs_on);
+  if (where) card.append(where);
   const notes = [...(reading.notes || []), ...(reading.ignored || []).map((i) => `not used: ${i}`)];
   if (notes.length) card.append(el("ul", { class: "notes" }, ...notes.map((n) => el("li", {}, n))));
   if ((message.data.changes || []).length) {
@@ -281,7 +370,7 @@ function tasksCard(message, all_) {
     }
   });
   return el("section", { class: "msg assistant tasks", "data-message": message.id }, tx("h3", "tasks"),
-    el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table" },
+    runsOnNote(message.data.runs_on) || "", el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table" },
       el("thead", {}, el("tr", {}, tx("th", "task"), tx("th", "reading"), el("th", {}, ""), el("th", {}, ""))),
       el("tbody", {}, ...rows))), el("div", { class: "actions" }, all, note));
 }

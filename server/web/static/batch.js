@@ -1,6 +1,7 @@
 // A task book started as a batch: one row per task with its live status, then the report and the zip.
 import { api, fetchFile, saveBlob } from "./api.js";
 import { t, tx } from "./i18n.js";
+import { jobCard, runsOnNote } from "./job.js";
 import { el, renderMarkdown } from "./render.js";
 
 const POLL_MS = 2000;
@@ -20,11 +21,48 @@ export function batchCard(message) {
   const counts = el("p", { class: "batch-counts" });
   const body = el("tbody");
   const results = el("div", { class: "results", hidden: "" });
+  const opened = el("div", { class: "batch-jobs" }); // the tasks' jobs opened from their rows
   const root = el("section", { class: "msg assistant batch", "data-batch": id },
-    el("header", { class: "job-head" }, tx("h3", "batch", { batch: id })), counts,
-    el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table batch-tasks" },
+    el("header", { class: "job-head" }, tx("h3", "batch", { batch: id })), runsOnNote(message.data.runs_on) || "",
+    counts, el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table batch-tasks" },
       el("thead", {}, el("tr", {}, el("th", {}, "#"), tx("th", "task"), tx("th", "status"), el("th", {}, "op"),
-        tx("th", "stage"))), body)), results);
+        tx("th", "stage"), el("th", {}, ""))), body)), opened, results);
+
+  /** A row's Open button: the task's job card (stages, rounds, files, log, definition) below the table. */
+  function openButton(task) {
+    if (task.job_id === null || task.job_id === undefined) return "";
+    const button = tx("button", "open_job", {}, { type: "button", class: "open-job", "data-job": task.job_id,
+      "aria-expanded": "false" });
+    const shown = () => opened.querySelector(`.msg.job[data-job="${task.job_id}"]`);
+    if (shown()) {
+      button.replaceChildren(tx("span", "close_job"));
+      button.setAttribute("aria-expanded", "true");
+    }
+    button.addEventListener("click", async () => {
+      const current = shown();
+      if (current) {
+        current.remove();
+        button.replaceChildren(tx("span", "open_job"));
+        button.setAttribute("aria-expanded", "false");
+        return;
+      }
+      button.disabled = true;
+      try {
+        const job = await api(`/jobs/${task.job_id}`);
+        const card = jobCard({ job_id: job.id, created_at: job.created_at,
+          data: { runs_on: message.data.runs_on, options: {} } });
+        opened.append(card);
+        button.replaceChildren(tx("span", "close_job"));
+        button.setAttribute("aria-expanded", "true");
+        card.scrollIntoView({ block: "start" });
+      } catch (error) {
+        counts.textContent = String(error.message || error);
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return button;
+  }
 
   async function poll() {
     if (card.closed) return;
@@ -33,7 +71,7 @@ export function batchCard(message) {
       body.replaceChildren(...batch.tasks.map((task) => el("tr", { "data-status": task.status },
         el("td", {}, String(task.index + 1)), el("td", {}, task.title),
         el("td", {}, el("span", { class: "badge", "data-status": task.status }, t(`status_${task.status}`))),
-        el("td", {}, task.op || "-"), el("td", {}, task.stage || ""))));
+        el("td", {}, task.op || "-"), el("td", {}, task.stage || ""), el("td", {}, openButton(task)))));
       const parts = Object.entries(batch.counts).filter(([, n]) => n).map(([s, n]) => `${t(`status_${s}`)} ${n}`);
       counts.textContent = `${parts.join(" · ")}${batch.eta_s ? ` · ETA ${Math.round(batch.eta_s)} s` : ""}`;
       root.dataset.status = batch.status;

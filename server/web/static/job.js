@@ -20,6 +20,15 @@ setInterval(() => {
   for (const card of cards) card.tick();
 }, 1000);
 
+/** Say where a job started here runs, before Start: the CPU interpreter checks accuracy and times nothing. */
+export function runsOnNote(runsOn) {
+  if (!runsOn) return null;
+  const note = el("p", { class: "runs-on", "data-timed": String(Boolean(runsOn.timed)) });
+  if (runsOn.asked) note.append(tx("span", "asked_device", { asked: runsOn.asked.toUpperCase() }), " ");
+  note.append(runsOn.timed ? tx("span", "runs_on_accelerator", { name: runsOn.name }) : tx("span", "cpu_only"));
+  return note;
+}
+
 /** Draw a job's card and start following its events. */
 export function jobCard(message) {
   const card = new JobCard(message);
@@ -34,6 +43,8 @@ class JobCard {
     const options = message.data.options || {};
     const reading = message.data.reading || {};
     this.rounds = options.rounds || reading.max_rounds || DEFAULT_ROUNDS;
+    this.runsOn = message.data.runs_on || null;
+    this.cpu = this.runsOn !== null && !this.runsOn.timed; // round 0 only: its accuracy, nothing timed
     this.lastSeq = 0;
     this.round = 0;
     this.status = "queued";
@@ -56,7 +67,8 @@ class JobCard {
     const header = el("header", { class: "job-head" }, tx("h3", "job", { job: this.id }), this.badge,
       el("span", { class: "clock" }, tx("span", "elapsed"), " ", this.clock), this.cancelButton);
     this.root = el("section", { class: "msg assistant job", "data-job": this.id }, header,
-      el("div", { class: "progress-row" }, this.progress, this.roundLabel), this.stageBar, this.notice,
+      runsOnNote(this.runsOn) || "", el("div", { class: "progress-row" }, this.progress, this.roundLabel),
+      this.stageBar, this.notice,
       el("details", { class: "timeline-box", open: "" }, el("summary", {}, tx("span", "stage_log")), this.timeline),
       this.results);
     this.tick();
@@ -122,8 +134,12 @@ class JobCard {
     const time = new Date(data.created_at).toLocaleTimeString();
     const label = STAGES.includes(stage) || ["queued", "classify", "search", "repair", "finalize", "resume", "restart"]
       .includes(stage) ? tx("strong", `stage_${stage}`) : el("strong", {}, stage);
+    // A report of several lines (the reading: "Understood as: ...") goes under its stage's name, not on after it.
+    const text = data.message || "";
+    const block = text.includes("\n");
     this.timeline.append(el("li", { "data-stage": stage, "data-seq": data.seq },
-      el("time", {}, time), " ", label, " ", el("span", { class: "event-text" }, data.message)));
+      el("time", {}, time), " ", label, block ? "" : ": ",
+      el(block ? "div" : "span", { class: block ? "event-text block" : "event-text" }, text)));
     this.markStage(stage);
   }
 
@@ -134,10 +150,18 @@ class JobCard {
       const at = STAGES.indexOf(item.dataset.stage);
       item.className = at < index ? "done" : at === index ? "active" : "";
     }
-    const shown = Math.min(this.round + 1, this.rounds);
-    this.roundLabel.replaceChildren(tx("span", "round_of", { k: shown, n: this.rounds }));
-    const share = (this.round + (index + 1) / STAGES.length) / this.rounds;
+    this.showRound();
+    // Round 0 (the first version) and then up to `rounds` optimization rounds; on the CPU, round 0 alone.
+    const total = this.cpu ? 1 : this.rounds + 1;
+    const share = (Math.min(this.round, total - 1) + (index + 1) / STAGES.length) / total;
     this.progress.value = String(Math.min(99, Math.round(100 * share)));
+  }
+
+  showRound() {
+    const label = this.cpu ? tx("span", "round_cpu")
+      : this.round === 0 ? tx("span", "round_first", { n: this.rounds })
+        : tx("span", "round_of", { k: Math.min(this.round, this.rounds), n: this.rounds });
+    this.roundLabel.replaceChildren(label);
   }
 
   setStatus(status) {

@@ -32,9 +32,15 @@ export async function showResults(box, job) {
   if (files.length) {
     const zip = tx("button", "download_zip", {}, { type: "button", class: "zip" });
     zip.addEventListener("click", async () => saveBlob(await fetchFile(`/jobs/${job.id}/artifacts.zip`, true),
-      `job_${job.id}_artifacts.zip`));
+      zipName(job)));
     box.append(el("div", { class: "actions" }, zip));
   }
+}
+
+/** Name a job's zip by its op, as the service does: relu_job_12.zip. */
+function zipName(job) {
+  const op = (job.op_name || "").replace(/[^A-Za-z0-9_-]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 64);
+  return op ? `${op}_job_${job.id}.zip` : `job_${job.id}_artifacts.zip`;
 }
 
 function roundsTable(rounds, report) {
