@@ -5,7 +5,8 @@ import pytest
 
 from agent.reader import read_spec
 from agent.reader.errors import SpecQuestion
-from agent.reader.text import collapse_spelled_out_acronyms, normalize
+from agent.reader.prose_forms import collapse_spelled_out_acronyms
+from agent.reader.text import normalize
 
 
 @pytest.mark.parametrize(("text", "collapsed"), [
