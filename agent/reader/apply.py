@@ -7,13 +7,15 @@ from typing import Any
 
 from agent.catalogue import Entry, load_catalogue
 from agent.ir import registry
-from agent.ir.expr import Expr
+from agent.ir.expr import Expr, Node, Ref
+from agent.ir.infer import infer
 from agent.ir.types import IRError, TensorType
 from agent.reader.dims import ALL, DimPhrase
 from agent.reader.errors import SpecQuestion
 from agent.reader.phrases import Hit
 from agent.reader.roles import bind_roles
 from agent.reader.scene import Scene, inputs_said
+from agent.reader.signature_docs import signature_defaults
 
 _PAIRWISE = {"sum": "add", "max": "elementwise_maximum", "min": "elementwise_minimum", "prod": "mul"}
 
@@ -45,6 +47,11 @@ def apply_entry(scene: Scene, hit: Hit, available: list[str], first: Expr | None
         if scene.output_dtype is None:
             raise SpecQuestion(f"{hit.text} to which dtype?", example="'cast x from float32 to bfloat16'")
         values["dtype"] = scene.output_dtype
+    if entry.op in ("layer_norm", "rms_norm") and "normalized_ndim" not in values:
+        ndim = _normalized_dims(scene, hit, operands)
+        if ndim is not None:
+            values["normalized_ndim"] = ndim
+            notes.append(f"{hit.text}: over the last {ndim} dims, as the text says")
     if scene.keepdim is not None and entry.param("keepdim") is not None:
         values["keepdim"] = scene.keepdim
     try:
@@ -52,6 +59,32 @@ def apply_entry(scene: Scene, hit: Hit, available: list[str], first: Expr | None
     except IRError as exc:
         raise SpecQuestion(f"{hit.text}: {exc}", example=_param_example(entry)) from None
     return expr, entry.name, notes
+
+
+def _normalized_dims(scene: Scene, hit: Hit, operands: dict[str, Expr | list[Expr]]) -> int | None:
+    """Return how many trailing dims a layer norm of an image-like tensor (4-D and more) normalizes when the text
+    lists them (`over dims (1, 2, 3)`); ask when it does not: the last dim (nn.LayerNorm(W)) and every dim but the
+    batch (C, H, W) are both usual."""
+    operand = operands.get("input")
+    if not isinstance(operand, (Node, Ref)):
+        return None
+    try:
+        kind = infer(operand, dict(scene.types))
+    except IRError:
+        return None
+    if not isinstance(kind, TensorType) or len(kind.shape) < 4:
+        return None
+    rank = len(kind.shape)
+    phrase = dim_near(scene, hit)
+    said = (phrase.dims,) if phrase is not None and isinstance(phrase.dims, int) else \
+        phrase.dims if phrase is not None and isinstance(phrase.dims, tuple) else ()
+    listed = sorted(d % rank for d in said if isinstance(d, int))
+    if listed and len(listed) == len(said) and listed == list(range(rank - len(listed), rank)):
+        return len(listed)
+    tail = ", ".join(str(d) for d in range(1, rank))
+    raise SpecQuestion(f"{hit.text} over which dims of a {rank}-D tensor {list(kind.shape)}? The text does not say "
+                       "(the last dim, or every dim but the batch)", understood=inputs_said(scene),
+                       example=f"'{hit.text} over dims ({tail})' or '{hit.text} over the last dim'")
 
 
 def dim_near(scene: Scene, hit: Hit) -> DimPhrase | None:
@@ -83,6 +116,9 @@ def _dims_for(scene: Scene, hit: Hit, entry: Entry, notes: list[str]) -> dict[st
     if re.search(r"\brow\b|行", hit.text, re.I):
         return {"dim": -1}  # `row sum`, `row max`, `行和`: over each row
     if entry.dim == "required":
+        stated = _signature_dim(scene, hit, op, notes)
+        if stated is not None:
+            return stated
         raise SpecQuestion(f"{hit.text} over which dim? The text does not say (each row, the last dim, dim=1, "
                            "or all elements)", understood=inputs_said(scene),
                            example=f"'{hit.text} over the last dim' or '{hit.text} of all elements'")
@@ -95,6 +131,26 @@ def _dims_for(scene: Scene, hit: Hit, entry: Entry, notes: list[str]) -> dict[st
         notes.append(f"{hit.text}: no axis given, read as the last dim (dim=-1)")
         return {"dim": -1}
     return {}
+
+
+def _signature_dim(scene: Scene, hit: Hit, op: Any, notes: list[str]) -> dict[str, Any] | None:
+    """Take a reduction's dim from the default its signature states (`def gelu_std(input, dim=None, ...)`), when
+    the prose leaves it to that argument and one operation alone takes a dim."""
+    defaults = signature_defaults(scene.text)
+    name = next((n for n in ("dim", "axis") if n in defaults), None)
+    takers = {h.entry.name for h in scene.hits if h.entry.dim == "required" and "dim" not in h.values}
+    if name is None or takers != {hit.entry.name}:
+        return None
+    value = defaults[name]
+    if value == "None":
+        if op.param("dim").default is not None:
+            return None
+        notes.append(f"{hit.text}: over all elements, the signature's default {name}=None")
+        return {}
+    if re.fullmatch(r"-?\d+", value):
+        notes.append(f"{hit.text}: over dim {value}, the signature's default {name}={value}")
+        return {"dim": int(value)}
+    return None
 
 
 def _widest_rank(scene: Scene) -> int:

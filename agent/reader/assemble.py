@@ -38,7 +38,11 @@ _CHANNEL_NORMS = {"batch_norm", "instance_norm", "group_norm"}
 def assemble(found: Found, norm: str, catalogue: Catalogue) -> OpSpec:
     """Build the OpSpec and its Reading from everything the passes found."""
     notes: list[str] = _check_definitions(found)
-    output = found.output or next((f.lhs for f in found.formulas if f.lhs), None)
+    listed = {n for d in found.decls if d.notes == ["bullet"] for n in d.names}
+    for f in found.formulas:
+        if f.lhs and f.lhs in listed and f.lhs != found.output:
+            f.constraint = True  # `A = L * L.T` of an input A: what the input is, not what the operator computes
+    output = found.output or next((f.lhs for f in found.formulas if f.lhs and not f.constraint), None)
     infos, unnamed = merge(found.decls, output)
     refs = list(dict.fromkeys(n for f in found.formulas for n in names(f.expr)))
     params = {n: found.bindings[n].values[0] for n in refs

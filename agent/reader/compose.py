@@ -16,9 +16,9 @@ from agent.reader.apply import apply_entry, two_operands
 from agent.reader.errors import SpecQuestion
 from agent.reader.formulas import Formula
 from agent.reader.phrases import Hit
-from agent.reader.roles import bind_roles
+from agent.reader.roles import bind_roles, role_matches
 from agent.reader.scene import Composition, Scene, derived_name, inputs_said
-from agent.reader.steps import ARITH_OPS, Item, items_of, split_steps, step_operands
+from agent.reader.steps import ARITH_OPS, Item, drop_restatements, items_of, split_listed, split_steps, step_operands
 from agent.reader.vocabulary import NOT_NAMES
 
 _APPLY_WORDS = {"of", "on", "to", "over", "onto", "对", "做", "applied"}
@@ -31,7 +31,11 @@ def compose(scene: Scene) -> Composition:
     items = items_of(scene.tokens, scene.hits, formulas, set(scene.inputs))
     steps = None if assigned else split_steps(items, scene.fused)
     if steps is not None:
-        return _chain(scene, steps)
+        steps, restated, again = drop_restatements(split_listed(steps, scene.text), scene.text)
+        composition = _chain(scene, steps)
+        composition.notes[:0] = restated
+        composition.used_hits += again
+        return composition
     main = _main_formula(scene)
     if main is not None:
         return _with_formula(scene, main, items)
@@ -135,7 +139,11 @@ def _with_formula(scene: Scene, formula: Formula, items: list[Item]) -> Composit
         applied = _applied_to(scene, hit, formula, items)
         if applied:
             built, name, more = apply_entry(scene, hit, scene.inputs, formula.expr, [])
-            return Composition(built, name, notes + more, [hit])
+            # another name of the whole (`log1p(input)` beside `the natural logarithm of (1 + input)`) is the same op
+            same = [h for h in labels if h is not hit and (named := _named(scene, h, built)) is not None
+                    and agree(named, built, scene.types)[0]]
+            more += [f"{h.text} names the same operation as {hit.text} of {formula.text}" for h in same]
+            return Composition(built, name, notes + more, [hit, *same])
         defined = _definition(scene, hit, formula)
         used.append(hit)
         if defined is not None:
@@ -250,10 +258,14 @@ def _chain(scene: Scene, steps: list[list[Item]]) -> Composition:
     used: list[Hit] = []
     consumed: set[str] = set()
     numbers_used: set[int] = set()
-    named_in = [step_operands(step)[2] for step in steps]
+    # A name said in a later step of one-tensor operations is not its operand: that step takes the running result
+    # (`conv, followed by layer norm and SiLU to the input x`: x is the convolution's input).
+    named_in = [[] if steps_before and all(len(h.entry.roles) == 1 for h in step_operands(step)[0])
+                and not step_operands(step)[1] else step_operands(step)[2]
+                for steps_before, step in enumerate(steps)]
     # A later step's operation names its operand by a role (`add bias` takes the input named bias): reserved too.
-    hinted = [{n for hit in step_operands(step)[0] for role in hit.entry.roles[1:] for n in scene.inputs
-               if n in role.hints} for step in steps]
+    hinted = [{n for hit in step_operands(step)[0] for role in hit.entry.roles[1:]
+               for n in role_matches(hit.entry, role, scene.inputs)} for step in steps]
     for index, step in enumerate(steps):
         hits, formulas, mentioned, numbers, _ = step_operands(step)
         later = {n for names_of_step in named_in[index + 1:] + hinted[index + 1:] for n in names_of_step}
@@ -283,6 +295,8 @@ def _chain(scene: Scene, steps: list[list[Item]]) -> Composition:
         if result is None and [n for n in rest if n not in later]:
             rest = [n for n in rest if n not in later]  # `relu first, then add bias`: bias waits for its step
         available = mentioned + rest if result is None else list(mentioned)
+        if result is None and mentioned and _one_tensor(hit.entry):
+            available = mentioned[:1]  # `softmax to the input ..., then multiply by another tensor`: said here
         if hit.entry.operand_count == 2 and numbers and _number_right_after(step, hit):
             subject = result if result is not None else Ref(_subject_of(scene, mentioned, consumed))
             operand: Expr = numbers[0]
@@ -299,6 +313,10 @@ def _chain(scene: Scene, steps: list[list[Item]]) -> Composition:
     assert result is not None
     name = "_".join(dict.fromkeys(h.entry.name for h in used)) if used else derived_name(result)
     return Composition(result, name, notes, used, numbers_used)
+
+
+def _one_tensor(entry: Entry) -> bool:
+    return len(entry.roles) == 1 and not entry.roles[0].many
 
 
 def _subject_of(scene: Scene, mentioned: list[str], consumed: set[str]) -> str:

@@ -15,6 +15,8 @@ def dedupe(hits: list[Hit], scene: Scene) -> list[Hit]:
     """Merge hits that name one operation twice (`指数 exp`, `MSE, 均方误差`, `HardTanh (clip to [-1, 1])`)."""
     kept: list[Hit] = []
     for hit in hits:
+        if any(k.entry is hit.entry for k in kept) and _names_a_result(hit, scene):
+            continue  # `sqrt, then tanh of the square-rooted values`: the earlier step's result, not a new step
         previous = kept[-1] if kept else None
         if previous is not None and _same_operation(previous, hit, scene):
             previous.values = hit.values | previous.values
@@ -26,6 +28,14 @@ def dedupe(hits: list[Hit], scene: Scene) -> list[Hit]:
             continue
         kept.append(hit)
     return kept
+
+
+_RESULT_NOUN = re.compile(r"\s*(?:values?|results?|outputs?)\b", re.I)
+
+
+def _names_a_result(hit: Hit, scene: Scene) -> bool:
+    """Tell whether a hit names a result (`the square-rooted values`, `the convolution output`), not a new step."""
+    return bool(_RESULT_NOUN.match(scene.text, hit.end)) and bool(re.search(r"\bthe\s+$", scene.text[:hit.start]))
 
 
 def _adjacent(a: Hit, b: Hit, scene: Scene) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -211,14 +212,28 @@ def find_formulas(ledger: Ledger, view: str, catalogue: Catalogue, declared: set
         if _is_signature(view, formula):
             i = formula.end  # `def f(input, dim) -> Tensor`: the operator's signature, not a formula over its inputs
             continue
+        if _in_shape_tuple(view, formula):
+            i = formula.end  # `(out_channels, in_channels / groups, kH, kW)`: a size in a shape, not the operator
+            continue
         found.append(formula)
         i = formula.end
     for f in found:
+        f.expr = _e_powers_as_exp(f.expr)
         ledger.claim(f.start, f.end, "formula")
         _attach_lhs(f, ledger, view)
         f.constraint = f.lhs is None and isinstance(f.expr, Node) and f.expr.op in ("gt", "ge", "lt", "le", "ne") \
             and any(isinstance(a, Const) for a in f.expr.args)
     return found
+
+
+_TUPLE_ITEM = r"\s*[A-Za-z_]\w*\s*"
+
+
+def _in_shape_tuple(view: str, formula: Formula) -> bool:
+    """Tell whether a formula is one item of a parenthesized list of dim names: `(N, C / groups, H)`."""
+    before = re.search(rf"\((?:{_TUPLE_ITEM},)*\s*$", view[max(0, formula.start - 200):formula.start])
+    after = re.match(rf"\s*(?:,{_TUPLE_ITEM})*\)", view[formula.end:formula.end + 200])
+    return bool(before and after and (before.group(0).count(",") + after.group(0).count(",")) >= 1)
 
 
 def _is_signature(view: str, formula: Formula) -> bool:
@@ -310,11 +325,26 @@ def _plausible(expr: Expr, catalogue: Catalogue, declared: set[str]) -> bool:
     return any(isinstance(e, Ref) for e in walk(expr))
 
 
+def _e_powers_as_exp(expr: Expr) -> Expr:
+    """Read `e^(...)` (Euler's number to a power) as exp(...), the function the text names beside it."""
+    from agent.ir.expr import transform
+
+    def fix(e: Expr) -> Expr:
+        if isinstance(e, Node) and e.op == "pow" and isinstance(e.args[0], Const) \
+                and e.args[0].value == math.e and not e.attrs:
+            return Node("exp", (e.args[1],), ())
+        return e
+
+    return transform(expr, fix)
+
+
 def _spaced_call(view: str, start: int) -> str | None:
     """Return NAME when the formula is `(…)` written right after `NAME ` (a definition, not a call)."""
     if view[start:start + 1] != "(":
         return None
     m = re.search(r"([A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,3})\s+$", view[max(0, start - 40):start])
+    if m and re.search(r"\b(?:of|on|to|onto|over)$", m.group(1), re.I):
+        return None  # `the natural logarithm of (1 + input)`: applied to the formula, not defined by it
     return m.group(1) if m else None
 
 

@@ -17,6 +17,9 @@ _WORDY = ("word", "cjk", "number", "conj")
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 
 
+_NEGATED = re.compile(r"\bnon[\s-]?$", re.I)
+
+
 @dataclass
 class Hit:
     """A catalogue operator named in the text, with the parameters found near it."""
@@ -68,6 +71,8 @@ def find_hits(tokens: list[Token], catalogue: Catalogue, text: str) -> list[Hit]
             if entry is None:
                 continue
             first, last = tokens[chunk[0][1]], tokens[chunk[-1][1]]
+            if _NEGATED.search(text[max(0, first.start - 5):first.start]):
+                continue  # `non-linear`, `nonlinearity`: not the operation named
             hits.append(Hit(entry, first.start, last.end, text[first.start:last.end]))
             i += n
             break

@@ -14,6 +14,12 @@ _LATEX_FUNCTION = re.compile(
     r"\\(ln|log|exp|sin|cos|tan|sinh|cosh|tanh|arcsin|arccos|arctan|Gamma|erf|max|min)(?![A-Za-z])")
 
 
+_BRACED = r"\{((?:[^{}]|\{[^{}]*\})*)\}"  # one level of braces inside (`input_{i}`)
+_LATEX_FRAC = re.compile(rf"\\d?frac\s*{_BRACED}\s*{_BRACED}")
+_LATEX_SQRT = re.compile(rf"\\sqrt\s*{_BRACED}")
+_LATEX_INVERSE = re.compile(r"\\?(sin|cos|tan|sinh|cosh|tanh)\s*\^\s*\{\s*-\s*1\s*\}")
+
+
 def plain_latex(text: str) -> str:
     """Write `\\text{out}_i = \\text{x}_i \\times 2` as `out_i = x_i * 2`: LaTeX markup around names and products.
 
@@ -21,6 +27,13 @@ def plain_latex(text: str) -> str:
     """
     text = _LATEX_TEXT.sub(r"\1", text)
     text = _LATEX_PRODUCT.sub("*", text)
+    for _ in range(4):  # `\frac{1}{\sqrt{x}}`: the innermost first
+        text, count = _LATEX_FRAC.subn(r"((\1) / (\2))", text)
+        text, more = _LATEX_SQRT.subn(r"sqrt(\1)", text)
+        if not count + more:
+            break
+    # `\sin^{-1}(x)`, `sin^{-1}(x)`: the inverse function, not the sine to the power -1
+    text = _LATEX_INVERSE.sub(lambda m: "a" + m.group(1), text)
     # Function commands (`\ln \Gamma(x)`, `\exp(x)`) are the function's name: read like one written plainly.
     return _LATEX_FUNCTION.sub(r"\1", text)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.catalogue import Entry
+from agent.catalogue.entries import Role
 from agent.ir import registry
 from agent.ir.bind import bind
 from agent.ir.expr import Const, Expr, Node, Ref
@@ -13,6 +14,41 @@ from agent.reader.errors import SpecQuestion
 
 _REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "var", "std", "vector_norm", "logsumexp"}
 _ELEMENTWISE_BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where"}
+
+
+# The short names people prefix an operand with to say which operation it belongs to (`conv_weight`, `bn_bias`).
+_PREFIXES = {"conv1d": ("conv",), "conv2d": ("conv",), "conv3d": ("conv",), "conv_transpose2d": ("conv", "deconv"),
+             "batch_norm": ("bn", "batch_norm", "batchnorm"), "layer_norm": ("ln", "layer_norm", "layernorm"),
+             "group_norm": ("gn", "group_norm", "groupnorm"), "instance_norm": ("instance_norm", "instancenorm"),
+             "rms_norm": ("rms", "rms_norm", "rmsnorm"), "linear": ("fc", "linear", "lin"),
+             "embedding": ("emb", "embedding")}
+_ALL_PREFIXES = {p for prefixes in _PREFIXES.values() for p in prefixes}
+
+
+def _owner_prefix(name: str) -> str | None:
+    """Return the operation prefix a name carries (`bn` of `bn_weight`), if any."""
+    low = name.lower()
+    return next((p for p in sorted(_ALL_PREFIXES, key=len, reverse=True) if low.startswith(p + "_")), None)
+
+
+def role_matches(entry: Entry, role: Role, inputs: list[str]) -> list[str]:
+    """Return the inputs a role's hints name: `bn_weight` for batch_norm's weight, before a bare `weight`; a name
+    that carries another operation's prefix (`conv_weight` for batch_norm) is never this role's."""
+    own = _PREFIXES.get(entry.name, ())
+    hints = [h.lower() for h in role.hints]
+    prefixed = [n for n in inputs if any(n.lower() == f"{p}_{h}" for p in own for h in hints)]
+    if prefixed:
+        return prefixed
+    return [n for n in inputs if n.lower() in hints]
+
+
+def foreign(entry: Entry, name: str) -> bool:
+    """Tell whether a name carries the prefix of another operation than this one, itself an operation with weights
+    (`bn_bias` for conv2d)."""
+    if entry.name not in _PREFIXES:
+        return False  # `add fc_out and y`: an elementwise op takes any tensor
+    prefix = _owner_prefix(name)
+    return prefix is not None and prefix not in _PREFIXES[entry.name]
 
 
 def bind_roles(entry: Entry, available: list[str], first: Expr | None = None,
@@ -35,8 +71,7 @@ def bind_roles(entry: Entry, available: list[str], first: Expr | None = None,
     for role in roles:
         if role.name in chosen:
             continue
-        match = next((n for hint in role.hints for n in left if n.lower() == hint.lower()
-                      and not (role.optional and n in reserved)), None)
+        match = next((n for n in role_matches(entry, role, left) if not (role.optional and n in reserved)), None)
         if match is not None:
             chosen[role.name] = Ref(match)
             left.remove(match)
@@ -44,10 +79,14 @@ def bind_roles(entry: Entry, available: list[str], first: Expr | None = None,
     for role in roles:
         if role.name in chosen or role.optional or not left:
             continue
-        chosen[role.name] = Ref(left.pop(0))
-        used.append(chosen[role.name].name)  # type: ignore[union-attr]
+        own = [n for n in left if not foreign(entry, n)]
+        if not own:
+            continue
+        chosen[role.name] = Ref(own[0])
+        left.remove(own[0])
+        used.append(own[0])
     optional = [r for r in roles if r.optional and r.name not in chosen]
-    left = [n for n in left if n not in reserved]
+    left = [n for n in left if n not in reserved and not foreign(entry, n)]
     for role in optional:
         if left:
             chosen[role.name] = Ref(left.pop(0))

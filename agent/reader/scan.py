@@ -244,12 +244,50 @@ def _release_phrase_words(decls: list[Decl], hits: list[Hit], parameter_words: s
         decl.positions = [decl.positions[i] for i in keep]
 
 
+_LISTED_ITEM = re.compile(r"(?P<name>[A-Za-z_]\w*)\s+(?:(?P<dtype>[A-Za-z]\w*)\s+)?(?P<shape>\[[\d\s,]*\])")
+
+
+def _listed_inputs(found: Found, f: fl.FieldLine, tokens: list[Token]) -> list[Decl]:
+    """Read a one-line input list, `Inputs: A float32 [2, 2], x float32 [2]`, item by item: each item's first
+    word is a name, whatever else it may mean in prose (`A`, `input`)."""
+    if f.body:
+        return []
+    line_start = found.ledger.text.find(f.value)
+    if line_start < 0:
+        return []
+    items = list(_LISTED_ITEM.finditer(f.value))
+    rest = _LISTED_ITEM.sub("", f.value)
+    if not items or re.sub(r"[\s,;]", "", rest):
+        return []
+    decls = []
+    for m in items:
+        dtype = dtype_of(m.group("dtype")) if m.group("dtype") else None
+        if m.group("dtype") and dtype is None:
+            return []
+        at = line_start + m.start("shape")
+        shape = next((t.value for t in tokens if t.kind == "shape" and t.start == at), None)
+        if shape is None:
+            return []
+        dtypes = [dtype] if dtype else []
+        name_at = line_start + m.start("name")
+        decls.append(Decl([m.group("name")], [shape], dtypes, name_at, positions=[name_at], notes=["bullet"]))
+    return decls
+
+
 def _declarations(found: Found, catalogue: Catalogue) -> tuple[list[Decl], list[str]]:
     """Read `name: ...` input bullets of a task book, then the declarations in free text."""
     bullets: list[Decl] = []
     tokens = found.tokens
     for f in found.fields:
         if f.kind != "inputs":
+            continue
+        listed = _listed_inputs(found, f, tokens)
+        if listed:
+            bullets += listed
+            start, end = listed[0].start, listed[-1].positions[-1] + 1
+            line_end = found.ledger.text.find("\n", start)
+            end = line_end if line_end >= 0 else len(found.ledger.text)
+            tokens = [t for t in tokens if not start <= t.start < end]
             continue
         for line in f.body or [f.value]:
             m = _BULLET.match(line)

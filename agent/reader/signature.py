@@ -17,6 +17,11 @@ _INTEGER_USES = {"cross_entropy": 1, "nll_loss": 1, "gather": 1, "index_select":
 def name_unnamed(found: Found, norm: str, infos: dict[str, InputInfo], unnamed: list, refs: list[str],
                   params: dict[str, float], output: str | None) -> None:
     """Give a shape written without a name to the one name the formula or the text leaves without a shape."""
+    if infos and all(i.shapes and not any(s.symbols for s in i.shapes) for i in infos.values()) \
+            and DECLARATION_LINE.search(norm):
+        # an `Inputs:` line gives every input its sizes: a shape of symbols elsewhere (`(minibatch, in_channels, iH,
+        # iW)`) documents the layout, it declares nothing
+        unnamed = [d for d in unnamed if not all(s.symbols for s in d.shapes)]
     missing = [n for n in refs if n not in infos and n not in params and n != output]
     if len(unnamed) == 1 and unnamed[0].shared and missing:
         for name in missing:  # `out = x + residual, both [16, 2048, 1024]`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,13 +98,81 @@ def split_steps(items: list[Item], fused: bool) -> list[list[Item]] | None:
                 steps.append([])
             continue
         if item.kind == "sep" and ordered and steps[-1]:
-            steps.append([])
+            steps.append([item])  # the sentence break stays as the step's first item: see drop_restatements
             continue
         steps[-1].append(item)
     steps = [s for s in steps if any(i.kind in ("hit", "formula", "arith") for i in s)]
     if not ordered or len(steps) < 2:
         return None
     return steps
+
+
+_AGAIN = re.compile(r"\b(?:twice|again|two times|2 times|repeated(?:ly)?|iterated|once more)\b|两次|再次|重复", re.I)
+
+
+def drop_restatements(steps: list[list[Item]], text: str) -> tuple[list[list[Item]], list[str], list[Hit]]:
+    """Leave out a later sentence that only names again, in order, operations the chain before it already applies
+    (`Applies a linear transformation followed by tanh. ... non-linearity after a linear transformation`).
+
+    A sentence counts as a restatement only when it does not open with a connector ("Then ..."), holds no formula,
+    arithmetic or number, and every operation it names is one the sentences before it applied, in the same order.
+    """
+    groups: list[list[list[Item]]] = []
+    for step in steps:
+        if not groups or step[0].kind == "sep":
+            groups.append([step])
+        else:
+            groups[-1].append(step)
+    if len(groups) < 2 or _AGAIN.search(text):
+        return steps, [], []
+    applied = [h.entry.name for step in groups[0] for h in _hits(step)]
+    kept, notes, restated = list(groups[0]), [], []
+    for group in groups[1:]:
+        items = [i for step in group for i in step]
+        named = [h.entry.name for step in group for h in _hits(step)]
+        plain = not any(i.kind in ("formula", "arith", "number") for i in items)
+        if plain and named and _subsequence(named, applied):
+            said = ", ".join(h.text for step in group for h in _hits(step))
+            notes.append(f"a later sentence names {said} again: read as the same steps, not new ones (say 'twice' "
+                         "to apply them twice)")
+            restated += [h for step in group for h in _hits(step)]
+            continue
+        kept.extend(group)
+        applied += named
+    return kept, notes, restated
+
+
+_LISTED = re.compile(r"^(?:\s*(?:activations?|functions?|operations?|layers?|steps?))?\s*(?:,\s*(?:and\s+)?|and\s+)"
+                     r"(?:(?:then|finally)\s+)?(?:(?:applies|applying|apply)\s+)?(?:(?:an?|the)\s+)?$", re.I)
+
+
+def split_listed(steps: list[list[Item]], text: str) -> list[list[Item]]:
+    """Split a later step that lists operations (`conv, followed by layer norm and SiLU`) into one step each, in the
+    order written: after a connector, `A and B` / `A, B, and C` continues the chain. Only one-tensor operations
+    after the first are split off, so `then add x and y` keeps its operands."""
+    out: list[list[Item]] = []
+    for index, step in enumerate(steps):
+        hits = _hits(step)
+        if index == 0 or len(hits) < 2 or any(len([r for r in h.entry.roles if not r.optional]) != 1
+                                              for h in hits[1:]) \
+                or not all(_LISTED.match(text[a.end:b.start]) for a, b in zip(hits, hits[1:], strict=False)):
+            out.append(step)
+            continue
+        cuts = [h.start for h in hits[1:]]
+        parts: list[list[Item]] = [[] for _ in range(len(hits))]
+        for item in step:
+            parts[sum(1 for c in cuts if item.start >= c)].append(item)
+        out.extend(parts)
+    return out
+
+
+def _hits(step: list[Item]) -> list[Hit]:
+    return [i.value for i in step if i.kind == "hit"]
+
+
+def _subsequence(named: list[str], applied: list[str]) -> bool:
+    it = iter(applied)
+    return all(any(n == a for a in it) for n in named)
 
 
 def _between_ops(items: list[Item], index: int) -> bool:
@@ -126,4 +195,4 @@ def step_operands(step: list[Item]) -> tuple[list[Hit], list[Formula], list[str]
     return hits, formulas, names, numbers, mentions_result
 
 
-__all__ = ["Item", "Ref", "items_of", "split_steps", "step_operands"]
+__all__ = ["Item", "Ref", "drop_restatements", "split_listed", "items_of", "split_steps", "step_operands"]

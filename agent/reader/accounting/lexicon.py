@@ -7,7 +7,7 @@ from the reading was dropped; the pass then asks instead of letting the job veri
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from agent.catalogue import load_catalogue
@@ -106,6 +106,9 @@ SPECIAL_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "trigamma": ("polygamma",), "beta function": ("beta",), "zeta": ("zeta",), "zeta function": ("zeta",),
     "hurwitz": ("zeta",), "riemann": ("zeta",), "erfinv": ("erfinv",), "inverse error function": ("erfinv",),
     "erfcx": ("erfcx",), "bessel": ("bessel",),
+    # the n - 1 of a sample variance, not a Bessel function
+    "bessel's correction": ("std", "var", "std_mean", "var_mean"), "bessel correction": ("std", "var", "std_mean",
+                                                                                          "var_mean"),
     # a second output of indices beside the values ("along with the index location of each minimum value")
     "index location": ("argmin", "argmax", "topk", "sort"), "namedtuple": ("argmin", "argmax", "topk", "sort"),
     "i0": ("i0",), "i0e": ("i0e",), "i1": ("i1",), "i1e": ("i1e",), "modified bessel": ("i0", "i1"),
@@ -224,6 +227,12 @@ def phrases() -> tuple[Phrase, ...]:
     for phrase, needs in MODIFIERS.items():
         key = words_of(phrase)
         found.setdefault(key, Phrase(key, frozenset(needs), "modifier"))
+    # The bare verb "normalizes" (as in "this normalizes the input, then applies SiLU") says what any normalization
+    # does: a batch, layer, group, instance or RMS norm in the reading accounts for it.
+    norms = frozenset(op.name for op in registry.all_ops() if op.family == "norm")
+    for key in (("normalize",), ("normalizes",), ("normalise",), ("normalization",), ("normalisation",)):
+        if key in found:
+            found[key] = replace(found[key], ops=found[key].ops | norms)
     return tuple(sorted(found.values(), key=lambda p: -len(p.words)))
 
 

@@ -56,7 +56,7 @@ def _matches(text: str, words: list[Word], i: int, phrase: Phrase) -> bool:
         # or hyphens, not by '/' or ',' ("scale/shift" is two names).
         if word.text != part and (phrase.kind == "special" or _stem(word.text) != part):
             return False
-        if k and not re.fullmatch(r"[\s\-_]*", text[words[i + k - 1].end:word.start]):
+        if k and not re.fullmatch(r"[\s\-_']*", text[words[i + k - 1].end:word.start]):
             return False
     return True
 

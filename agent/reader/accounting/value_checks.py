@@ -25,6 +25,9 @@ def assignment_checks(text: str, reading: Reading, facts: IRView) -> list[Unacco
         if " " in raw and name not in known and name not in QUANTITY_NAMES:  # "with beta=1.5": the last word
             raw = raw.split()[-1]
             name = raw.lower()
+        annotated = re.search(r"([A-Za-z_]\w*)\s*:\s*$", text[:m.start(1)])
+        if annotated and name in _TYPE_WORDS:  # `padding: int = 0`: the annotation's name is the parameter's
+            raw, name = annotated.group(1), annotated.group(1).lower()
         explicit = "=" in text[m.end(1):m.start(2)] or ":" in text[m.end(1):m.start(2)]
         if not explicit and name not in known and name not in QUANTITY_NAMES:
             continue  # "x 1024" or "relu 6": only a known parameter word takes a value without `=`
@@ -43,6 +46,7 @@ def assignment_checks(text: str, reading: Reading, facts: IRView) -> list[Unacco
     return missing
 
 
+_TYPE_WORDS = {"int", "float", "str", "bool", "number", "scalar", "tensor"}
 QUANTITY_NAMES = {n for names in QUANTITIES.values() for n in names} | {"_".join(k.split()) for k in QUANTITIES}
 
 

@@ -19,6 +19,7 @@ from corpus_loader import Case, load_corpus, make_inputs, reference_output, shri
 
 from agent.ir.evaluate import evaluate
 from agent.reader import read_spec
+from agent.reader.code import find_code
 from agent.reader.errors import ReaderBug
 from agent.spec import OpSpec, SpecError
 from tests.sampling import full_run
@@ -99,7 +100,9 @@ def test_the_reader_meets_the_bar_and_never_misreads(readings: dict[str, OpSpec 
     assert math.isfinite(share)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.expect == "refuse" and c.must_mention], ids=lambda c: c.id)
+# A refusal of code is the sandbox's trace's: it needs bubblewrap (skipped, saying why, where it cannot start).
+@pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.bubblewrap] if find_code(c.spec) else [])
+                                  for c in CASES if c.expect == "refuse" and c.must_mention], ids=lambda c: c.id)
 def test_questions_name_what_is_missing(case: Case, readings: dict[str, OpSpec | SpecError]) -> None:
     """Check each refusal's question mentions what the spec leaves open (the missing input, the clashing sizes)."""
     reading = readings[case.id]

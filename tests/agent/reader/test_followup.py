@@ -12,6 +12,8 @@ from agent.reader.followup import FollowUp, FollowUpError, derive
 from agent.reader.outcome import read_outcomes
 from agent.reading import Reading
 
+pytestmark = pytest.mark.bubblewrap  # the previous readings include code specs, traced in the sandbox
+
 CORPUS = Path(__file__).resolve().parent / "corpus" / "followups" / "followups.toml"
 DOCUMENT = tomllib.loads(CORPUS.read_text(encoding="utf-8"))
 PREVIOUS: dict[str, str] = DOCUMENT["previous"]
@@ -34,6 +36,7 @@ def previous_readings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rea
     return {name: _read(text, work / name) for name, text in PREVIOUS.items()}
 
 
+@pytest.mark.bubblewrap(needed=False)  # reads the corpus file only
 def test_corpus_is_well_formed() -> None:
     """Every case names a known previous spec, a known outcome, and only known keys."""
     assert len(CASES) >= 30

@@ -102,7 +102,6 @@ def test_a_chain_described_twice_is_not_applied_twice() -> None:
     "relu, negative_slope=0.1, x [1024] fp32",
     "softmax with temperature, x [4096, 1024] fp16",
     "x times w transposed, x [512, 512] fp16, w [512, 512] fp16",
-    "logarithm of the sum of exponentials of x over the last dim, x [4096, 1024] fp32",
     "the Hurwitz zeta function of x and q, x [1024] fp32, q [1024] fp32",
 ])
 def test_specs_once_read_wrong_and_verified_now_end_in_a_question(text: str) -> None:
@@ -110,6 +109,12 @@ def test_specs_once_read_wrong_and_verified_now_end_in_a_question(text: str) -> 
         spec = read_spec(text)
         raise AssertionError(f"read as {spec.formula}")  # a reading here is the defect this pass exists for
     assert not isinstance(raised.value, ReaderBug), str(raised.value)
+
+
+def test_the_logarithm_of_the_sum_of_exponentials_once_read_wrong_now_reads_as_logsumexp() -> None:
+    # read as log(sum(x)) and verified before the accounting pass; the phrase now names logsumexp itself
+    spec = read_spec("logarithm of the sum of exponentials of x over the last dim, x [4096, 1024] fp32")
+    assert spec.formula == "logsumexp(x, dim=-1)"
 
 
 def test_the_question_quotes_the_words_and_the_reading_says_accounted() -> None:

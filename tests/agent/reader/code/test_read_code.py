@@ -16,6 +16,8 @@ from agent.reader.code import CodeInput, CodeReading, CodeSource, find_code, rea
 from agent.reader.code.to_ir import Mapped
 from agent.reader.errors import SpecQuestion
 
+pytestmark = pytest.mark.bubblewrap  # each test traces code in the sandbox
+
 read_code_impl = sys.modules["agent.reader.code.read_code"]  # the module; the package's read_code is the function
 MARKER = "kernelgen-code-spec-side-effect.txt"
 
