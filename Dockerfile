@@ -1,11 +1,12 @@
-# The offline generator, its CLI and the job service, as the non-root user `kernelgen`.
-#   one job:  docker run --rm --gpus all -v kernelgen-data:/data IMAGE run "ReLU on a float32 tensor x of shape [64]"
-#   service:  docker compose up (docker-compose.yml: PostgreSQL beside it), or
-#             docker run --gpus all -p 8000:8000 -e KERNELGEN_API_TOKENS='["alice:<token>"]' IMAGE
-# Without a GPU the same image checks kernels in the Triton interpreter. Generated code runs under bubblewrap,
-# which a container running as a non-root user lets start only with
-#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined
-# (docs/service.md, "Running in a container"); without them model-written code is refused.
+# The offline generator, its CLI and the job service, as the non-root user `kernelgen`. Generated code runs under
+# bubblewrap, which a container running as a non-root user lets start only with three options (docs/service.md,
+# "Running in a container"); without them model-written code and code specs are refused:
+#   SANDBOX="--security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined"
+#   one job:  docker run --rm --gpus all $SANDBOX -v kernelgen-data:/data IMAGE run "ReLU on x [64] float32"
+#   service:  docker compose --profile gpu up (PostgreSQL beside it; --profile cpu on a host without a GPU), or
+#             docker run --gpus all $SANDBOX -p 8000:8000 -v kernelgen-data:/data \
+#                 -e KERNELGEN_API_TOKENS='["alice:<token>"]' IMAGE
+# Without a GPU (no --gpus) the same image checks kernels in the Triton interpreter.
 #
 # One stage on purpose: gcc must stay in the final image (below), so a build stage would save nothing, and
 # copying a finished environment out of one would put torch into a new multi-GB layer on every code change.
@@ -24,22 +25,28 @@ ENV VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABL
     PYTHONUNBUFFERED=1
 RUN python -m venv /opt/venv
 
-# torch first, in a layer of its own, so that changing the code does not download it again. PyPI's default
-# torch wheel for Linux x86_64 is the CUDA build (it brings the nvidia-* runtime wheels and the Triton it was
-# built with), so the image measures kernels on a CUDA host given the GPU; with no GPU it runs the interpreter.
-# The default range is the pyproject's. For a smaller, CPU-only image:
+# torch and Triton first, in a layer of their own, so that changing the code does not download them again. Pinned to
+# the pair every GPU run of docs/results.md was measured with (torch 2.11.0+cu130, Triton 3.6.0, the Triton that
+# torch release requires), inside the pyproject's ranges (tests/test_container.py checks both). PyPI's torch wheel
+# for Linux x86_64 is the CUDA build (it brings the nvidia-* runtime wheels), so the image measures kernels on a CUDA
+# host given the GPU; with no GPU it runs the interpreter. For a smaller, CPU-only image (compose's cpu profile):
 #   --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
-ARG TORCH="torch>=2.4"
+# Triton then comes from PyPI on its own (the CPU build does not require it, and the interpreter needs it).
+ARG TORCH_VERSION=2.11.0
+ARG TRITON_VERSION=3.6.0
 ARG TORCH_INDEX_URL=https://pypi.org/simple
-RUN pip install --index-url "$TORCH_INDEX_URL" "$TORCH"
+RUN pip install --index-url "$TORCH_INDEX_URL" "torch==$TORCH_VERSION" \
+    && pip install "triton==$TRITON_VERSION" \
+    && python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 
 # The project's other dependencies, read from pyproject.toml, then the project itself without them: a code
 # change rebuilds only the last, small layer.
 WORKDIR /src
 COPY pyproject.toml README.md ./
+# The pins go in again, so that no dependency can move torch or Triton off them.
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
+    && pip install -r /tmp/requirements.txt "torch==$TORCH_VERSION" "triton==$TRITON_VERSION" && rm /tmp/requirements.txt
 COPY agent agent
 COPY kernelgen kernelgen
 COPY server server

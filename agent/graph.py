@@ -22,6 +22,7 @@ from agent.nodes.profile import profile
 from agent.nodes.repair import repair
 from agent.nodes.requirements import requirements
 from agent.nodes.search import search
+from agent.stage_timing import timed
 from agent.state import JobState
 
 
@@ -32,7 +33,7 @@ def build_graph(
     graph = StateGraph(JobState, context_schema=JobContext)
     for node in (requirements, definition, generate, accuracy, repair, performance, profile, log, diagnose, edit,
                  llm_edit, search, classify, finalize):
-        graph.add_node(node.__name__, node)
+        graph.add_node(node.__name__, timed(node))
     graph.add_edge(START, "requirements")
     graph.add_conditional_edges("requirements", routing.after_requirements)
     graph.add_conditional_edges("definition", routing.after_definition)

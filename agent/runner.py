@@ -18,6 +18,7 @@ from agent.graph import build_graph
 from agent.llm.client import LlmCall, LlmClient
 from agent.llm.config import resolve_llm
 from agent.runtime.accelerators import AcceleratorSlots
+from agent.runtime.sandbox import stop_spares
 from agent.state import JobRequest, JobState
 from kernelgen.settings import Settings
 from storage import crud
@@ -81,9 +82,10 @@ def remove_work_dir(settings: Settings, job_id: int) -> None:
     """Remove a job's sandbox folders once it has ended, unless the settings keep them (KERNELGEN_KEEP_WORK_DIRS)."""
     # What a job produced is in the database and its output folder; the runs' folders hold copies, caches and
     # whatever the generated code wrote, up to a disk quota each, which would otherwise pile up job after job.
+    folder = work_dir_of(settings, job_id)
+    stop_spares(folder)  # the processes started for runs that will not come (agent/runtime/warm_start.py)
     if settings.keep_work_dirs:
         return
-    folder = work_dir_of(settings, job_id)
     shutil.rmtree(folder, ignore_errors=True)
     if not folder.exists():
         return

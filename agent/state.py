@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+import operator
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel
 
@@ -84,3 +85,4 @@ class JobState(TypedDict, total=False):
     max_repairs: int  # the LLM's repair budget per failing version (0 offline)
     llm_proposal: dict[str, Any] | None  # the model's diagnosis that the next (LLM) edit carries out
     llm_error: str  # why the LLM stopped answering: the job ends with its best version, if any
+    stage_seconds: Annotated[list[dict[str, Any]], operator.add]  # each stage run's seconds (agent/stage_timing.py)

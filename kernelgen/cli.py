@@ -250,7 +250,7 @@ def serve(
 ) -> None:
     """Run the HTTP job service (needs tokens or users unless bound to loopback)."""
     from server.app import create_app
-    from server.principals import auth_required
+    from server.principals import tokens_exist
     from server.security import is_loopback
     from server.serving import serve as serve_app
     from storage.db import make_engine
@@ -258,7 +258,7 @@ def serve(
     settings = Settings()
     settings = settings.model_copy(update={"host": settings.host if host is None else host,
                                            "port": settings.port if port is None else port})
-    if not is_loopback(settings.host) and not auth_required(settings, make_engine(settings.database_url)):
+    if not is_loopback(settings.host) and not tokens_exist(settings, make_engine(settings.database_url)):
         Console(stderr=True).print(
             f"[bold red]refusing to serve on {escape(settings.host)}[/]: it is reachable from other machines and "
             "no one needs a token. Add a user (kernelgen users add NAME), set "

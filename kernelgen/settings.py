@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     sandbox_run_memory_mb: int | None = Field(default=16384, ge=64)  # a run's resident memory, all its processes
     sandbox_run_disk_mb: int | None = Field(default=8192, ge=1)  # a run's folder, all its files together
     sandbox_cgroup: Path | None = None  # a delegated cgroup v2 folder for runs; None: the service's own, if it can
+    sandbox_compile_cache: bool = True  # a job's runs share the kernels they compiled (Triton's cache)
+    # A job's next run already started, torch imported: auto on GPUs and NPUs, on everywhere, or off
+    sandbox_warm_start: Literal["auto", "on", "off"] = "auto"
     keep_work_dirs: bool = False  # keep a job's sandbox folders after it ends (artifacts are in the database anyway)
 
     host: str = "127.0.0.1"

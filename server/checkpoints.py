@@ -52,6 +52,10 @@ def make_checkpointer(settings: Settings) -> BaseCheckpointSaver[str]:
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
+    # Autocommit, as PostgresSaver.setup needs (CREATE INDEX CONCURRENTLY runs outside a transaction). Writes stay
+    # whole all the same: each put / put_writes sends its statements in one pipeline with one Sync (or, where
+    # libpq has no pipeline, in conn.transaction()), and PostgreSQL runs what precedes a Sync as one implicit
+    # transaction, so a failure or a kill mid-call saves none of its rows (tests/server/test_postgres_checkpoints.py).
     conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)
     pool = ConnectionPool(conninfo, min_size=1, max_size=max(4, settings.concurrency * 2), open=True,
                           kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})

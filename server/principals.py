@@ -1,4 +1,9 @@
-"""Who is asking: a bearer token maps to a principal (settings or the users table); no tokens, the local user."""
+"""Who is asking: a bearer token maps to a principal (settings or the users table); no tokens, the local user.
+
+Tokens are needed while any is configured or the users table has an active user: revoking the last user opens the
+database again, as a fresh one is. Open means the local user only on a loopback server; a server bound to another
+address never answers without a token (it refuses to start so, and refuses requests if it becomes so later).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from pydantic import BaseModel
 from sqlalchemy import Engine
 
 from kernelgen.settings import Settings
-from storage.users import RESERVED_NAMES, find_user, has_users
+from server.security import is_loopback
+from storage.users import RESERVED_NAMES, find_user, has_active_users
 
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -56,16 +62,25 @@ def check_token_names(entries: list[str]) -> None:
                          "server without tokens); name the token otherwise")
 
 
+def tokens_exist(settings: Settings, engine: Engine) -> bool:
+    """Tell whether some token admits a request: one is configured, or the users table has an active user."""
+    return bool(configured_tokens(settings.api_tokens)) or has_active_users(engine)
+
+
 def auth_required(settings: Settings, engine: Engine) -> bool:
-    """Tell whether requests need a token: some are configured, or the users table ever held someone."""
-    return bool(configured_tokens(settings.api_tokens)) or has_users(engine)
+    """Tell whether requests need a token: some token exists, or the server is reachable from other machines."""
+    return tokens_exist(settings, engine) or not is_loopback(settings.host)
 
 
 def authenticate(settings: Settings, engine: Engine, credentials: HTTPAuthorizationCredentials | None) -> Principal:
     """Return the principal of a request, or raise 401."""
     tokens = configured_tokens(settings.api_tokens)
-    if not tokens and not has_users(engine):
-        return LOCAL
+    if not tokens and not has_active_users(engine):
+        if is_loopback(settings.host):
+            return LOCAL
+        # The last user was revoked while this server listens beyond loopback: nobody is let in, not everybody.
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "this server has no active user or token: add one "
+                            "(kernelgen users add NAME) or set KERNELGEN_API_TOKENS", headers=CHALLENGE)
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)",
                             headers=CHALLENGE)

@@ -15,18 +15,19 @@ from fastapi.security import HTTPAuthorizationCredentials
 from sqlalchemy import Engine
 
 from kernelgen.settings import Settings
-from server.principals import authenticate
+from server.principals import Principal, authenticate
 
 RECHECK_S = 5.0
 REVOKED = f"event: error\ndata: {json.dumps({'status': 401, 'detail': 'the token was revoked'})}\n\n"
 
 
 class StreamAccess:
-    """The credentials a stream was opened with, and the owner of what it follows."""
+    """The credentials a stream was opened with, the principal they named then, and the owner of what it follows."""
 
     def __init__(self, settings: Settings, engine: Engine, credentials: HTTPAuthorizationCredentials | None,
                  owner: str | None) -> None:
         self.settings, self.engine, self.credentials, self.owner = settings, engine, credentials, owner
+        self.opened_by = self._principal()
         self.checked = time.monotonic()  # the request's own authentication
 
     def allows(self, sending: bool) -> bool:
@@ -34,8 +35,12 @@ class StreamAccess:
         if not sending and time.monotonic() - self.checked < RECHECK_S:
             return True
         self.checked = time.monotonic()
+        principal = self._principal()
+        # The same principal still: once the last user is revoked, every request is the local user, not the token's.
+        return principal is not None and principal == self.opened_by and principal.owns(self.owner)
+
+    def _principal(self) -> Principal | None:
         try:
-            principal = authenticate(self.settings, self.engine, self.credentials)
+            return authenticate(self.settings, self.engine, self.credentials)
         except HTTPException:
-            return False
-        return principal.owns(self.owner)
+            return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Engine, or_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -14,9 +15,11 @@ from sqlmodel import Session, col, func, select
 from storage.llm_calls import list_llm_calls as list_llm_calls  # re-exported with the rest of the job's data
 from storage.llm_calls import llm_usage as llm_usage
 from storage.llm_calls import record_llm_call as record_llm_call
-from storage.models import Artifact, Job, JobEvent, Round
+from storage.models import Artifact, Job, JobEvent, OptimizationPattern, Round
+from storage.patterns import Outcome, count_pattern, in_one_transaction
 from storage.patterns import helpful_patterns as helpful_patterns  # re-exported: crud.record_pattern(...) works
 from storage.patterns import list_patterns as list_patterns
+from storage.patterns import outcome as outcome
 from storage.patterns import record_pattern as record_pattern
 from storage.signals import job_changed
 
@@ -64,14 +67,34 @@ def update_job(engine: Engine, job_id: int, **fields: object) -> None:
 
 def add_round(engine: Engine, job_id: int, round_row: Round) -> None:
     """Insert a round of a job, or replace the one of the same index (a stage run again after a kill)."""
+    with Session(engine) as session:
+        session.exec(_round_upsert(engine, job_id, round_row))  # type: ignore[call-overload]
+        session.commit()
+
+
+def record_round(
+    engine: Engine, job_id: int, round_row: Round, taught: Outcome | None,
+) -> tuple[bool, OptimizationPattern | None]:
+    """Upsert a round and, the first time it is recorded, count what it `taught` the pattern store: both in one
+    transaction, so a kill cannot leave the count without the round (the stage run again would count it twice).
+
+    Returns whether this was the first time, and the pattern as counted then."""
+    def work(session: Session) -> tuple[bool, OptimizationPattern | None]:
+        known = select(Round.id).where(Round.job_id == job_id, Round.index == round_row.index)
+        first = session.exec(known).first() is None
+        pattern = count_pattern(session, taught) if first and taught is not None else None
+        session.exec(_round_upsert(engine, job_id, round_row))  # type: ignore[call-overload]
+        return first, pattern
+
+    return in_one_transaction(engine, work)
+
+
+def _round_upsert(engine: Engine, job_id: int, round_row: Round) -> Any:
+    """The statement that inserts a round, or replaces the one of its (job, index)."""
     values = round_row.model_dump(exclude={"id", "created_at"}) | {"job_id": job_id}
     insert = sqlite_insert if engine.dialect.name == "sqlite" else postgresql_insert
-    statement = insert(Round).values(**values)
-    statement = statement.on_conflict_do_update(
+    return insert(Round).values(**values).on_conflict_do_update(
         index_elements=["job_id", "index"], set_={k: v for k, v in values.items() if k not in ("job_id", "index")})
-    with Session(engine) as session:
-        session.exec(statement)  # type: ignore[call-overload]
-        session.commit()
 
 
 def get_round(engine: Engine, job_id: int, index: int) -> Round | None:

@@ -6,11 +6,12 @@ import hashlib
 import re
 import secrets
 from datetime import UTC, datetime
+from typing import Any, cast
 
-from sqlalchemy import Engine
+from sqlalchemy import ColumnElement, CursorResult, Engine, func, or_, update
 from sqlmodel import Session, col, select
 
-from storage.models import ApiUser, ApiUserPublic
+from storage.models import ApiUser, ApiUserPublic, Batch, ChatThread, Job
 
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 TOKEN_PREFIX = "kg_"
@@ -75,7 +76,40 @@ def find_user(engine: Engine, token: str) -> ApiUser | None:
                                                   col(ApiUser.revoked_at).is_(None))).first()
 
 
-def has_users(engine: Engine) -> bool:
-    """Tell whether the users table holds anyone (revoked users too: once there were users, tokens are required)."""
+def active_users(engine: Engine) -> int:
+    """Count the users whose token works: while there is one, the database's servers require tokens."""
     with Session(engine) as session:
-        return session.exec(select(ApiUser.id).limit(1)).first() is not None
+        return int(session.exec(select(func.count()).select_from(ApiUser)
+                                .where(col(ApiUser.revoked_at).is_(None))).one())
+
+
+def has_active_users(engine: Engine) -> bool:
+    """Tell whether a request needs a token here: some user is not revoked (revoking the last one opens it again)."""
+    with Session(engine) as session:
+        return session.exec(select(ApiUser.id).where(col(ApiUser.revoked_at).is_(None)).limit(1)).first() is not None
+
+
+# What was made where no token was needed: the tokenless server's principal, and the command line (no owner).
+OWNED: dict[str, type[Job] | type[ChatThread] | type[Batch]] = {"jobs": Job, "threads": ChatThread, "batches": Batch}
+
+
+def _made_locally(model: type[Job | ChatThread | Batch]) -> ColumnElement[bool]:
+    return or_(col(model.owner).is_(None), func.lower(col(model.owner)).in_(RESERVED_NAMES))
+
+
+def local_jobs(engine: Engine) -> int:
+    """Count the jobs made without a token ('local' or the command line's): with tokens needed, only admins see them."""
+    with Session(engine) as session:
+        return int(session.exec(select(func.count()).select_from(Job).where(_made_locally(Job))).one())
+
+
+def adopt_local(engine: Engine, name: str) -> dict[str, int]:
+    """Hand every job, chat thread and batch made without a token to an active user; return how many of each."""
+    with Session(engine) as session:
+        user = session.exec(select(ApiUser).where(ApiUser.name == name, col(ApiUser.revoked_at).is_(None))).first()
+        if user is None:
+            raise UserError(f"no active user {name}")
+        moved = {kind: cast(CursorResult[Any], session.execute(
+            update(model).where(_made_locally(model)).values(owner=name))).rowcount for kind, model in OWNED.items()}
+        session.commit()  # one transaction: a job and the thread that shows it move together
+    return moved

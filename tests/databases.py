@@ -21,7 +21,8 @@ def database_url(kind: str, folder: Path) -> Iterator[str]:
         yield f"sqlite:///{folder / 'kg.db'}"
         return
     if not POSTGRES_URL:
-        pytest.skip("KERNELGEN_TEST_POSTGRES_URL is not set (.ci/run sets it after starting PostgreSQL)")
+        pytest.skip("KERNELGEN_TEST_POSTGRES_URL is not set: no PostgreSQL variant runs (apt-get install postgresql; "
+                    ".ci/run starts it and sets the URL)")
     schema = f"t_{uuid.uuid4().hex[:8]}"
     admin = create_engine(POSTGRES_URL)  # not make_engine: the shared schema is left alone
     with admin.begin() as connection:

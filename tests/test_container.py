@@ -149,10 +149,50 @@ def test_the_installed_project_carries_every_file_its_packages_hold(tmp_path: Pa
     assert held <= shipped, sorted(held - shipped)
 
 
-def test_the_default_torch_is_the_range_the_project_declares() -> None:
-    default = next(args.split("=", 1)[1] for args in arguments("ARG") if args.startswith("TORCH="))
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert json.loads(default) in declared
+def pins() -> dict[str, str]:
+    """Return the Dockerfile's torch and Triton versions (its ARG defaults)."""
+    defaults = dict(args.split("=", 1) for args in arguments("ARG") if "=" in args)
+    return {"torch": defaults["TORCH_VERSION"], "triton": defaults["TRITON_VERSION"]}
+
+
+def test_torch_and_triton_are_pinned_to_the_measured_pair_within_the_projects_ranges() -> None:
+    from packaging.requirements import Requirement
+
+    declared = {Requirement(r).name: Requirement(r).specifier
+                for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    for name, version in pins().items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} is not pinned: {version}"
+        assert version in declared[name], (name, version, declared[name])
+    runs = " ".join(arguments("RUN"))
+    assert '"torch==$TORCH_VERSION"' in runs and '"triton==$TRITON_VERSION"' in runs
+    # The pair the GPU results were measured with, as docs/results.md names it.
+    measured = re.findall(r"torch (\d+\.\d+\.\d+)\+cu\d+,? (?:and )?[Tt]riton (\d+\.\d+\.\d+)",
+                          (ROOT / "docs" / "results.md").read_text())
+    assert (pins()["torch"], pins()["triton"]) in measured, sorted(set(measured))
+
+
+def sandbox_options(text: str) -> set[str]:
+    """Return the --security-opt values of a docker command line."""
+    return set(re.findall(r"--security-opt[\s=]+([\w.=-]+)", text))
+
+
+BUBBLEWRAP_NEEDS = {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"}
+
+
+def docker_runs() -> list[str]:
+    """Return every `docker run` command of docs/service.md, continuation lines joined."""
+    text = (ROOT / "docs" / "service.md").read_text().replace("\\\n", " ")
+    return [line for line in text.splitlines() if line.strip().startswith("docker run")]
+
+
+def test_every_docker_run_example_gives_bubblewrap_what_it_needs() -> None:
+    runs = docker_runs()
+    assert len(runs) >= 3, runs  # a job on a GPU, a job on the CPU, the service
+    for run in runs:
+        assert BUBBLEWRAP_NEEDS <= sandbox_options(run), run
+        assert "-v kernelgen-data:/data" in run, run
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert BUBBLEWRAP_NEEDS <= sandbox_options(dockerfile)
 
 
 def test_the_healthcheck_targets_a_route_the_app_serves_without_a_token(tmp_path: Path) -> None:
@@ -207,25 +247,34 @@ def test_compose_reaches_postgres_by_its_service_name_and_waits_until_it_is_heal
     assert postgres["image"].split(":")[0] == "postgres"
 
 
-def test_compose_reserves_the_gpu_and_lets_bubblewrap_start() -> None:
-    service = compose()["services"]["kernelgen"]
-    devices = service["deploy"]["resources"]["reservations"]["devices"]
+def test_compose_parses_and_has_a_gpu_and_a_cpu_profile_that_differ_only_in_the_gpu_and_the_torch() -> None:
+    services = compose()["services"]
+    gpu, cpu = services["kernelgen"], services["kernelgen-cpu"]
+    assert gpu["profiles"] == ["gpu"] and cpu["profiles"] == ["cpu"]
+    assert "profiles" not in services["postgres"]  # started with either
+    devices = gpu["deploy"]["resources"]["reservations"]["devices"]
     assert any(device["driver"] == "nvidia" and "gpu" in device["capabilities"] for device in devices)
+    assert "deploy" not in cpu  # a GPU reservation makes compose refuse to start on a host without one
+    assert cpu["build"]["context"] == "." and cpu["build"]["args"]["TORCH_INDEX_URL"].endswith("/whl/cpu")
+    assert cpu["image"] != gpu["image"]
+    shared = {key: value for key, value in gpu.items() if key not in ("profiles", "deploy", "build", "image")}
+    assert shared == {key: value for key, value in cpu.items() if key not in ("profiles", "build", "image")}
     # User namespaces (seccomp), mounts inside them (AppArmor), a fresh /proc (the masked paths).
-    assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(service["security_opt"])
+    for service in (gpu, cpu):
+        assert BUBBLEWRAP_NEEDS <= set(service["security_opt"])
 
 
 def test_compose_keeps_data_on_named_volumes() -> None:
     spec = compose()
     mounts = {
         name: {str(volume).split(":")[1]: str(volume).split(":")[0] for volume in spec["services"][name]["volumes"]}
-        for name in ("kernelgen", "postgres")
+        for name in ("kernelgen", "kernelgen-cpu", "postgres")
     }
-    assert mounts["kernelgen"]["/data"] in spec["volumes"]
+    assert mounts["kernelgen"]["/data"] in spec["volumes"] and mounts["kernelgen-cpu"] == mounts["kernelgen"]
     assert mounts["postgres"]["/var/lib/postgresql/data"] in spec["volumes"]
 
 
-@pytest.mark.parametrize("service", ["kernelgen", "postgres"])
+@pytest.mark.parametrize("service", ["kernelgen", "kernelgen-cpu", "postgres"])
 def test_compose_holds_no_default_secret(service: str) -> None:
     environment = compose()["services"][service]["environment"]
     for name, value in environment.items():

@@ -32,7 +32,8 @@ def accuracy(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
         return {"pending": pending.model_copy(update={"accuracy_status": "refused", "verdict": str(exc),
                                                       "accuracy": {"status": "refused", "message": str(exc)}})}
     folder = ctx.work_dir / f"job-{state['job_id']}"
-    with ctx.accelerators.hold(state["device"].kind):  # the test runs kernels: on a device no job is timing on
+    # The test runs kernels, on a device no job is timing on; other jobs' checks may share it (nothing is timed).
+    with ctx.accelerators.hold(state["device"].kind, shared=True):
         run = run_file(
             files.files, files.name_of("accuracy"), folder / f"round-{pending.index}-accuracy",
             device=state["device"].kind, timeout_s=ctx.accuracy_timeout_s, trusted=files.trusted,

@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 from agent.context import JobContext
 from agent.coverage import MODEL_REFERENCE_NOTE, Coverage, checked_result, coverage_of, reference_of
 from agent.output import write_artifact
+from agent.stage_timing import summarize
 from agent.state import JobState
 from agent.targets import standing, target_text
 from storage import crud
@@ -107,6 +108,7 @@ def _report(state: JobState, status: str) -> dict[str, Any]:
         "rounds": [r.model_dump(exclude={"triton_source"}) for r in rounds],
         "refused_edits": state.get("refusals", []),
         "spec": spec.model_dump(),
+        "stage_seconds": summarize(state.get("stage_seconds", [])),  # where the job's time went, stage by stage
     }
 
 

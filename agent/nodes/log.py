@@ -27,6 +27,7 @@ from agent.state import JobState, RoundRecord
 from agent.targets import limit_reached, standing
 from storage import crud
 from storage.models import OptimizationPattern, Round
+from storage.patterns import Outcome
 
 # A later round must beat the best by more than timing noise to replace it.
 MIN_GAIN = 0.01
@@ -43,11 +44,9 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     rounds.append(record)
     out_dir, job_id, files = state["out_dir"], state["job_id"], state["files"]
     # A server killed after this stage's writes but before its checkpoint runs it again: every write below is
-    # then the same one again (the round upserted, the files replaced, the log's section rewritten in place), and
-    # the pattern store, which counts, is not taught twice.
-    again = crud.get_round(ctx.engine, job_id, record.index) is not None
-    pattern = _known_pattern(ctx, state, record, best) if again else _teach(ctx, state, record, best)
-    crud.add_round(ctx.engine, job_id, Round(
+    # then the same one again (the round upserted, the files replaced, the log's section rewritten in place). The
+    # pattern store counts, so the round and its count are written in one transaction, and only by the first run.
+    first, pattern = crud.record_round(ctx.engine, job_id, Round(
         job_id=job_id, index=record.index, edit_type=record.edit_type, config=record.config.label(),
         reason=record.reason, accuracy_status=record.accuracy_status,
         performance_status=record.performance_status, speedup=record.speedup, pct_of_copy=record.pct_of_copy,
@@ -56,7 +55,9 @@ def log(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
                                  "diagnosis": record.diagnosis, "search": record.search,
                                  "profile": record.profile, "origin": record.origin,
                                  "repair_of": record.repair_of}, default=str),
-    ))
+    ), _lesson(state, record, best))
+    if not first:
+        pattern = _known_pattern(ctx, state, record, best)
     if record.accuracy_status not in ("unchanged", "search failed"):
         write_artifact(ctx.engine, job_id, out_dir, f"rounds/round_{record.index}/{files.name_of('triton')}",
                        files.source("triton"), record.index)
@@ -161,18 +162,16 @@ def _kernel_time(record: RoundRecord) -> float | None:
     return math.exp(sum(math.log(t) for t in times) / len(times))
 
 
-def _teach(
-    ctx: JobContext, state: JobState, record: RoundRecord, best: RoundRecord | None,
-) -> OptimizationPattern | None:
-    """File the round's outcome under its change, device and op category."""
+def _lesson(state: JobState, record: RoundRecord, best: RoundRecord | None) -> Outcome | None:
+    """Say what the round teaches the pattern store: its outcome under its change, device and op category."""
     if not record.action or best is None:
         return None
     measured = record.speedup is not None and best.speedup is not None and record.accuracy_status == "pass"
     gain = record.speedup / best.speedup - 1 if measured and record.speedup and best.speedup else None
     if record.accuracy_status == "unchanged":
         gain = 0.0
-    return crud.record_pattern(
-        ctx.engine, category=state.get("category", "unknown"), device=state["device"].name,
+    return crud.outcome(
+        category=state.get("category", "unknown"), device=state["device"].name,
         bottleneck=str(record.diagnosis.get("bottleneck", "unknown")), change=record.action,
         edit_type=record.edit_type, params_before=best.config.label(), params_after=record.config.label(),
         gain=gain, helped=record.accepted, speedup_after=record.speedup if measured else None, job_id=state["job_id"],

@@ -15,7 +15,7 @@ from agent.generators.base import LaunchConfig
 from agent.ir.family import family_of
 from agent.roofline import launched_tiles, place
 from agent.runtime.devices import DeviceInfo
-from agent.runtime.profiling import profile_kernel, summarize
+from agent.runtime.profiling import ProfileResult, profile_kernel, summarize
 from agent.runtime.spec_inputs import spec_inputs_module
 from agent.runtime.tuning import search_cases
 from agent.spec import OpSpec
@@ -33,10 +33,17 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     sources = files.files
     if files.origin == "llm":  # the profiled problem is the spec's, not one the model's file chose
         sources = sources | {files.name_of("performance"): spec_inputs_module(spec)}
-    with ctx.accelerators.hold(device.kind):
-        counters = profile_kernel(sources, files.op, workdir, device=device.kind,
-                                  timeout_s=ctx.profile_timeout_s, case_index=shape_index, dtype_index=dtype_index,
-                                  trusted=files.trusted)
+    if last_round(state):
+        # Counters feed the next round's diagnosis alone; after the last round none follows, and a profiler run
+        # costs a process, a compile and the kernel's replays (about 10 s on an H200). The roofline needs the timing.
+        counters = ProfileResult(tool="none", status="skipped", metrics={}, seconds=0.0,
+                                 message="no round follows, so no diagnosis reads counters (round "
+                                         f"{pending.index} is the last of {spec.max_rounds})")
+    else:
+        with ctx.accelerators.hold(device.kind):
+            counters = profile_kernel(sources, files.op, workdir, device=device.kind,
+                                      timeout_s=ctx.profile_timeout_s, case_index=shape_index,
+                                      dtype_index=dtype_index, trusted=files.trusted)
     metrics = counters.metrics if counters.status == "measured" else {}
     tiles = int(metrics["grid_size"]) if "grid_size" in metrics else programs(spec, pending.config, device,
                                                                                shape_index)
@@ -50,6 +57,13 @@ def profile(state: JobState, runtime: Runtime[JobContext]) -> dict[str, Any]:
     record = {"tool": counters.tool, "status": counters.status, "message": counters.message,
               "counters": metrics, "roofline": placement.model_dump() if placement else None}
     return {"pending": pending.model_copy(update={"profile": record})}
+
+
+def last_round(state: JobState) -> bool:
+    """Say whether the pending round is the job's last optimization round (a repair of it is not counted)."""
+    pending = state["pending"]
+    earlier = [r for r in state.get("rounds", []) if r.repair_of is None]
+    return pending.repair_of is None and len(earlier) + 1 > state["spec"].max_rounds
 
 
 def programs(spec: OpSpec, config: LaunchConfig, device: DeviceInfo, shape_index: int) -> int:

@@ -39,37 +39,64 @@ def visible_device(kind: str, slot: int) -> dict[str, str]:
 
 
 class AcceleratorSlots:
-    """One accelerator per stage that runs kernels: timing two jobs on one GPU at once makes both numbers wrong.
+    """One accelerator per stage that times or profiles kernels: timing two jobs on one GPU at once makes both wrong.
 
-    On a machine with N GPUs, N jobs measure at once, each on its own; interpreter runs on the CPU hold none.
+    On a machine with N GPUs, N jobs measure at once, each on its own; interpreter runs on the CPU hold none. A stage
+    that only checks results (accuracy) holds its accelerator shared: up to `max_shared` such stages of different
+    jobs run on it together, never while a stage times or profiles there. A stage waiting to time goes first: no
+    checking stage joins a device while one waits, so a stream of checks cannot starve the timing.
     """
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, max_shared: int = 4) -> None:
         self.count = max(1, count)
-        self._free = list(range(self.count))
+        self.max_shared = max(1, max_shared)
+        self._sharers = [0] * self.count
+        self._exclusive = [False] * self.count
+        self._waiting_exclusive = 0
         self._ready = threading.Condition()
 
     @contextmanager
-    def hold(self, device: str) -> Iterator[int | None]:
-        """Wait for a free accelerator and make it the one this stage's sandboxed runs see; none for the CPU."""
+    def hold(self, device: str, *, shared: bool = False) -> Iterator[int | None]:
+        """Wait for an accelerator and make it the one this stage's sandboxed runs see; none for the CPU."""
         if device == "cpu":
             yield None
             return
         with self._ready:
-            while not self._free:
-                self._ready.wait()
-            slot = self._free.pop(0)
+            slot = self._take_shared() if shared else self._take_exclusive()
         token = current_slot.set(slot)
         try:
             yield slot
         finally:
             current_slot.reset(token)
             with self._ready:
-                self._free.append(slot)
-                self._free.sort()
-                self._ready.notify()
+                if shared:
+                    self._sharers[slot] -= 1
+                else:
+                    self._exclusive[slot] = False
+                self._ready.notify_all()
+
+    def _take_exclusive(self) -> int:
+        self._waiting_exclusive += 1
+        try:
+            while True:
+                free = [i for i in range(self.count) if not self._exclusive[i] and not self._sharers[i]]
+                if free:
+                    self._exclusive[free[0]] = True
+                    return free[0]
+                self._ready.wait()
+        finally:
+            self._waiting_exclusive -= 1
+
+    def _take_shared(self) -> int:
+        while True:
+            open_slots = [i for i in range(self.count) if not self._exclusive[i] and self._sharers[i] < self.max_shared]
+            if open_slots and not self._waiting_exclusive:
+                slot = min(open_slots, key=lambda i: self._sharers[i])  # spread checks over the devices
+                self._sharers[slot] += 1
+                return slot
+            self._ready.wait()
 
     def free(self) -> int:
         """Count the slots no stage holds now."""
         with self._ready:
-            return len(self._free)
+            return sum(1 for i in range(self.count) if not self._exclusive[i] and not self._sharers[i])

@@ -44,6 +44,7 @@ _flag = _one_of("0", "1")
 # Every variable a run may get from the service's environment, and what its value must look like.
 ALLOWED: dict[str, Callable[[str], str | None]] = {
     "PATH": _paths, "PYTHONPATH": _paths, "LD_LIBRARY_PATH": _paths, "VIRTUAL_ENV": _path, "CONDA_PREFIX": _path,
+    "PYTHONPYCACHEPREFIX": _path,  # bytecode compiled ahead of the runs (which write none)
     "LANG": _locale, "LC_ALL": _locale, "LC_CTYPE": _locale, "TZ": _matching(_ZONE),
     "OMP_NUM_THREADS": _count, "MKL_NUM_THREADS": _count, "OPENBLAS_NUM_THREADS": _count,
     # device selection

@@ -43,6 +43,9 @@ class SandboxPolicy(BaseModel):
     run_memory_mb: int | None = 16384  # resident memory of a run's processes together (where a cgroup holds it)
     run_disk_mb: int | None = 8192  # a run's folder, every file together (agent/runtime/quota.py)
     cgroup: Path | None = None  # where runs' cgroups are made; None: under the service's own (agent/runtime/cgroups.py)
+    compile_cache: bool = True  # a job's runs share the kernels they compiled (agent/runtime/compile_cache.py)
+    # a job's next run started ahead, torch imported (agent/runtime/warm_start.py); auto: on GPUs and NPUs only
+    warm_start: Literal["auto", "on", "off"] = "auto"
 
 
 class Isolation(BaseModel):

@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.runtime import admission
+from agent.runtime import admission, compile_cache, warm_start
 from agent.runtime.accelerators import current_slot, visible_device
 from agent.runtime.bounds import RunBounds
 from agent.runtime.environment import checked, passed, without_secrets
-from agent.runtime.isolation import OPT_IN, active_policy, limits, prepare, probe, wrap
+from agent.runtime.isolation import OPT_IN, Mode, SandboxPolicy, active_policy, limits, prepare, probe, wrap
 
 log = logging.getLogger(__name__)
 
@@ -65,20 +65,26 @@ def run_file(
     if workdir.exists():
         _kill_leftover(workdir)  # a run orphaned by a killed server must not write into the new one
         shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    for name, source in files.items():
-        (workdir / name).write_text(source)
     policy = active_policy()
     isolation = probe(policy)
     if not isolation.available and not trusted and not policy.allow_unisolated:
+        _write_files(workdir, files)
         message = (f"untrusted code (model-written, or the PyTorch code a spec gives) is not run without isolation: "
                    f"{isolation.reason}; set {OPT_IN} to run it anyway")
         return SandboxResult(status="refused", result={"message": message}, returncode=None, seconds=0.0,
                              stdout_tail="", stderr_tail="")
+    key = warm_start.key_of(workdir, device, trusted=trusted, mode=policy.warm_start, launcher=launcher)
+    spare = warm_start.take(key) if key is not None else None
+    if spare is not None:  # a process started for this job's next run, torch imported (agent/runtime/warm_start.py)
+        spare.folder.rename(workdir)
+    _write_files(workdir, files)
     result_path = workdir / "result.json"
     env = _environment(workdir, device, isolated=isolation.available)
     command = [*launcher, sys.executable, entry, "--json", result_path.name, *args]
-    (workdir / "home").mkdir()
+    if spare is None:
+        (workdir / "home").mkdir()
+    cache = compile_cache.job_cache(workdir, trusted=trusted, enabled=policy.compile_cache)
+    compile_cache.seed(workdir, cache)  # the kernels the job's earlier runs compiled (agent/runtime/compile_cache.py)
     if isolation.available:
         prepare(workdir, policy, isolation.mode)
         tool = shutil.which(launcher[0]) if launcher else None
@@ -91,16 +97,29 @@ def run_file(
             log.warning("running model-written %s WITHOUT isolation (%s is set): %s", entry, OPT_IN, isolation.reason)
         if shutil.which("prlimit"):  # the limits hold without bubblewrap too, but for processes (counted per user)
             command = [*limits(device, timeout_s, policy, processes=False), *command]
-    bounds = RunBounds(workdir, policy)  # the run as a whole: memory and processes (a cgroup), its folder's size
-    command = [*bounds.launcher(), *command]
+    if spare is not None:
+        bounds = spare.bounds
+        bounds.workdir = workdir
+    else:
+        bounds = RunBounds(workdir, policy)  # the run as a whole: memory and processes (a cgroup), its folder's size
+        command = [*bounds.launcher(), *command]
+    if key is not None and not warm_start.waiting(key):  # started now, it is ready when the job's next run asks
+        _start_spare(key, workdir.parent, device, timeout_s, policy, isolation.available, isolation.mode)
     with admission.slot():  # one of the process's bounded sandbox slots (agent/runtime/admission.py)
         started = time.monotonic()
-        # Output goes to files, not pipes: a process the run leaves behind cannot hold the run open through them.
-        with open(workdir / "stdout.txt", "w") as out, open(workdir / "stderr.txt", "w") as err:
-            process = subprocess.Popen(
-                command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
-                start_new_session=True,  # its own process group, so a timeout kills every child
-            )
+        if spare is not None:
+            process = spare.process
+            slot = current_slot.get()
+            visible = visible_device(device, slot) if slot is not None else {}
+            warm_start.order(workdir, entry, ("--json", result_path.name, *args),
+                             {k: v for k, v in visible.items() if checked(k, v) is not None})
+        else:
+            # Output goes to files, not pipes: a process the run leaves behind cannot hold the run open through them.
+            with open(workdir / "stdout.txt", "w") as out, open(workdir / "stderr.txt", "w") as err:
+                process = subprocess.Popen(
+                    command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
+                    start_new_session=True,  # its own process group, so a timeout kills every child
+                )
         _pgid_file(workdir).write_text(str(process.pid))
         owner = current_owner.get()
         if owner is not None:
@@ -120,6 +139,8 @@ def run_file(
                 with _live_lock:
                     _live.get(owner, set()).discard(process)
     seconds = time.monotonic() - started
+    compile_cache.keep(workdir, cache)
+    log.info("ran %s in %s: %.2f s", entry, workdir.name, seconds)
     stdout = read_output(workdir / "stdout.txt", STDERR_KEEP)
     stderr = read_output(workdir / "stderr.txt", STDERR_KEEP)
     killed = bounds.verdict(entry)
@@ -139,6 +160,48 @@ def run_file(
         returncode=process.returncode, seconds=seconds,
         stdout_tail=stdout, stderr_tail=stderr,
     )
+
+
+def _write_files(workdir: Path, files: dict[str, str]) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name, source in files.items():
+        (workdir / name).write_text(source)
+
+
+def _start_spare(key: warm_start.Key, job: Path, device: str, timeout_s: float, policy: SandboxPolicy,
+                 isolated: bool, mode: Mode) -> None:
+    """Start a waiting process for the job's next run, wrapped and bounded as the run itself will be."""
+    folder = warm_start.spare_folder(job)
+    (folder / "home").mkdir(parents=True)
+    token = current_slot.set(None)  # the run that takes it names its accelerator in the order
+    try:
+        env = _environment(folder, device, isolated=isolated)
+    finally:
+        current_slot.reset(token)
+    command = [sys.executable, "-c", warm_start.BOOT]
+    if isolated:
+        prepare(folder, policy, mode)
+        command = wrap(command, folder, device=device, timeout_s=timeout_s, policy=policy, mode=mode)
+    elif shutil.which("prlimit"):
+        command = [*limits(device, timeout_s, policy, processes=False), *command]
+    bounds = RunBounds(folder, policy)
+    with open(folder / "stdout.txt", "w") as out, open(folder / "stderr.txt", "w") as err:
+        process = subprocess.Popen([*bounds.launcher(), *command], cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=out, stderr=err, text=True, start_new_session=True)
+    owner = current_owner.get()
+    if owner is not None:  # a cancel kills it with the job's runs
+        with _live_lock:
+            _live.setdefault(owner, set()).add(process)
+    warm_start.offer(key, warm_start.Spare(folder=folder, process=process, bounds=bounds))
+
+
+def stop_spares(job: Path) -> int:
+    """Stop the waiting processes of a job that ended (agent/runtime/warm_start.py); return how many."""
+    stopped = warm_start.discard(job)
+    with _live_lock:
+        for processes in _live.values():
+            processes.difference_update(stopped)
+    return len(stopped)
 
 
 def read_output(path: Path, keep: int) -> str:
@@ -173,7 +236,7 @@ def _environment(workdir: Path, device: str, *, isolated: bool) -> dict[str, str
             "LOGNAME": "sandbox", "TORCHINDUCTOR_CACHE_DIR": f"{folder}/home/.inductor"}
     if isolated:
         env["TMPDIR"] = "/tmp"  # private to the run
-    env["TRITON_CACHE_DIR"] = str(workdir / ".triton-cache")
+    env["TRITON_CACHE_DIR"] = str(workdir / compile_cache.RUN_CACHE)
     env["KERNELGEN_DEVICE"] = device
     slot = current_slot.get()
     if slot is not None:  # the stage holds one accelerator of several: the run sees that one alone

@@ -18,6 +18,8 @@ from tests.sampling import ci_sample
 sys.path.insert(0, str(Path(__file__).parent / "reader"))
 from corpus_loader import code_of, load_corpus  # noqa: E402
 
+pytestmark = pytest.mark.bubblewrap  # a code spec runs only inside bubblewrap
+
 ELEMENTWISE = ["kb-relu", "kb-gelu", "kb-softsign", "kb-hardtanh", "kb-elu-alpha-init", "kb-selu", "kb-swish",
                "kb-softplus", "kb-leaky-relu-slope-init", "kb-sigmoid", "kb-tanh", "kb-mingpt-new-gelu"]
 # Written offline by the matmul engine, the IR text as the reading shows it.

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.agent.llm.answers import SPEC_TEXT, definition_json, first_version, spec_json
 from tests.scripted_llm import MODEL, scripted_llm
 
@@ -37,6 +39,7 @@ def test_an_unreachable_endpoint_fails_the_job_with_the_reason(tmp_path: Path) -
     assert "could not be reached" in run.stdout and "No kernel was written" in run.stdout
 
 
+@pytest.mark.bubblewrap
 def test_the_command_line_runs_an_llm_job_to_a_verified_kernel(tmp_path: Path) -> None:
     with scripted_llm() as llm:
         llm.script("requirements", spec_json())
@@ -49,6 +52,7 @@ def test_the_command_line_runs_an_llm_job_to_a_verified_kernel(tmp_path: Path) -
     assert (tmp_path / "o" / "prefix_sum_triton.py").exists()
 
 
+@pytest.mark.bubblewrap
 def test_a_kernel_that_raises_ends_the_run_with_the_exception_not_only_a_count(tmp_path: Path) -> None:
     with scripted_llm() as llm:
         llm.script("requirements", spec_json())

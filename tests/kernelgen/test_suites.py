@@ -12,6 +12,7 @@ from server.chat import read_spec
 
 # The conformance suite's prose is read in tests/kernelgen/test_conformance.py; its references are checked outside
 # the jobs (read with them appended, 69 code readings in the sandbox, it would add minutes to CI).
+@pytest.mark.bubblewrap
 @pytest.mark.parametrize("name", [name for name in suite_names() if name != "conformance"])
 def test_every_task_of_a_built_in_suite_is_read(name: str, tmp_path: Path) -> None:
     tasks = jsonl_tasks((SUITES / f"{name}.jsonl").read_text(encoding="utf-8"))

@@ -137,6 +137,7 @@ def check_flood(results: list[dict[str, Any]], accepted_at_most: int) -> list[di
     return accepted
 
 
+@pytest.mark.bubblewrap
 def test_the_excess_of_slow_reads_gets_429_at_once_and_the_server_stays_live(
         start: Callable[[int, int], LiveServer]) -> None:
     server = start(2, 2)

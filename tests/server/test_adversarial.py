@@ -130,6 +130,7 @@ REASONS = {
 }
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.slow_on_postgresql
 def test_hostile_model_files_are_refused_or_contained(start_server: Callable[..., LiveServer], tmp_path: Path) -> None:
     marker = new_marker()

@@ -86,6 +86,7 @@ def test_a_task_book_runs_as_a_batch_with_a_report(start_server: Callable[..., L
         assert [int(e["id"]) for e in resumed[:-1]] == ids[-2:]
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.slow_on_postgresql
 def test_specs_and_jsonl_batches_and_their_refusals(start_server: Callable[..., LiveServer]) -> None:
     live = start_server()

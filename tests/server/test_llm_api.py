@@ -18,6 +18,7 @@ RELU_READING = {
 }
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.slow_on_postgresql
 def test_a_job_for_an_unknown_op_is_written_by_the_llm_and_accounted(start_server: Callable[..., LiveServer]) -> None:
     with scripted_llm() as llm:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.server.live import RELU, LiveServer, submit, wait_final
 
 KERNELBENCH_SWISH = '''import torch
@@ -27,6 +29,7 @@ def get_init_inputs():
 '''
 
 
+@pytest.mark.bubblewrap
 def test_read_shows_the_reading_of_text_code_and_each_task(live: LiveServer) -> None:
     with live.client() as client:
         quick = client.post("/read", json={"spec": "QuickGELU: x * sigmoid(1.702 * x) for x in bf16, shape [30, 64]."})

@@ -8,9 +8,20 @@ from sqlmodel import Session, select
 
 from storage import crud
 from storage.db import make_engine
-from storage.models import ApiUser
+from storage.models import ApiUser, Batch, ChatThread
 from storage.signals import subscribe
-from storage.users import UserError, add_user, find_user, has_users, list_users, revoke_user, token_digest
+from storage.users import (
+    UserError,
+    active_users,
+    add_user,
+    adopt_local,
+    find_user,
+    has_active_users,
+    list_users,
+    local_jobs,
+    revoke_user,
+    token_digest,
+)
 from tests.databases import database_url
 
 
@@ -23,7 +34,7 @@ def engine(request: pytest.FixtureRequest, tmp_path) -> Iterator[Engine]:  # typ
 
 
 def test_a_token_is_stored_only_as_its_digest_and_finds_its_user(engine: Engine) -> None:
-    assert not has_users(engine)
+    assert not has_active_users(engine)
     token = add_user(engine, "alice")
     admin = add_user(engine, "root", admin=True)
     assert token.startswith("kg_") and len(token) > 40 and token != admin
@@ -33,7 +44,7 @@ def test_a_token_is_stored_only_as_its_digest_and_finds_its_user(engine: Engine)
     found = find_user(engine, token)
     assert found is not None and (found.name, found.admin) == ("alice", False)
     assert find_user(engine, admin) is not None and find_user(engine, admin).admin  # type: ignore[union-attr]
-    assert find_user(engine, token + "x") is None and has_users(engine)
+    assert find_user(engine, token + "x") is None and has_active_users(engine)
 
 
 def test_a_revoked_token_finds_nobody_and_a_new_one_can_be_issued(engine: Engine) -> None:
@@ -51,7 +62,7 @@ def test_a_revoked_token_finds_nobody_and_a_new_one_can_be_issued(engine: Engine
     with pytest.raises(UserError, match="user name"):
         add_user(engine, "no spaces please")
     revoke_user(engine, "bob")
-    assert has_users(engine)  # once there were users, tokens stay required
+    assert not has_active_users(engine)  # the last user revoked: the database is open again
 
 
 def test_jobs_are_listed_per_owner_and_changes_are_announced(engine: Engine) -> None:
@@ -76,4 +87,39 @@ def test_local_is_reserved_for_the_user_of_a_server_without_tokens(engine: Engin
     for name in ("local", "LOCAL", "Local"):
         with pytest.raises(UserError, match="reserved name"):
             add_user(engine, name)
-    assert not has_users(engine)  # nothing was written
+    assert not has_active_users(engine)  # nothing was written
+
+
+def test_tokens_are_needed_while_one_user_is_active_and_not_after_the_last_is_revoked(engine: Engine) -> None:
+    add_user(engine, "alice")
+    add_user(engine, "bob")
+    revoke_user(engine, "alice")
+    assert has_active_users(engine) and active_users(engine) == 1
+    revoke_user(engine, "bob")
+    assert not has_active_users(engine) and active_users(engine) == 0
+    add_user(engine, "alice")  # re-issued: tokens needed again
+    assert has_active_users(engine)
+
+
+def test_what_was_made_without_a_token_is_handed_to_an_active_user_and_nothing_else_moves(engine: Engine) -> None:
+    cli = crud.create_job(engine, "relu", "/o")  # the command line's: no owner
+    served = crud.create_job(engine, "relu", "/o", owner="local", status="queued")
+    bobs = crud.create_job(engine, "relu", "/o", owner="bob", status="queued")
+    with Session(engine) as session:
+        session.add_all([ChatThread(owner="local", title="t"), ChatThread(owner="bob", title="b"),
+                         Batch(owner="local", name="n")])
+        session.commit()
+    assert local_jobs(engine) == 2
+    with pytest.raises(UserError, match="no active user"):
+        adopt_local(engine, "alice")  # not a user yet
+    add_user(engine, "alice")
+    assert adopt_local(engine, "alice") == {"jobs": 2, "threads": 1, "batches": 1}
+    assert {job.id for job in crud.list_jobs(engine, owner="alice")[0]} == {cli, served}
+    assert [job.id for job in crud.list_jobs(engine, owner="bob")[0]] == [bobs]
+    assert local_jobs(engine) == 0 and adopt_local(engine, "alice") == {"jobs": 0, "threads": 0, "batches": 0}
+    with Session(engine) as session:
+        assert sorted(t.owner or "" for t in session.exec(select(ChatThread))) == ["alice", "bob"]
+        assert [b.owner for b in session.exec(select(Batch))] == ["alice"]
+    revoke_user(engine, "alice")
+    with pytest.raises(UserError, match="no active user"):
+        adopt_local(engine, "alice")

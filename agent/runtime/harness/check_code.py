@@ -9,8 +9,10 @@ module tensor behind each other IR input (`tensors`: IR name -> attribute path),
 entry, the seeds, integer ranges and positive inputs, the tolerance by dtype, and the run's time limit. For each
 seed the module is built afresh (its float parameters moved off their init), inputs are drawn (get_inputs() when
 the code has it), and both are evaluated; the result says whether they agree, with the largest absolute and
-relative errors. Code too slow on the CPU for every seed inside half the limit (a large fp16 matmul: PyTorch has
-no fast fp16 GEMM there) is checked on the seeds that fit, at least one, and the result says so.
+relative errors. Values that differ in the inputs' dtype are compared again in float64, where one function's
+results agree whatever order each side reduces in (a GPU's float32 sum and the CPU's differ). Code too slow on
+the CPU for every seed inside half the limit (a large fp16 matmul: PyTorch has no fast fp16 GEMM there) is
+checked on the seeds that fit, at least one, and the result says so.
 """
 
 import functools
@@ -23,6 +25,9 @@ import torch
 import torch.nn.functional as F
 from code_common import Refused, Setup, argument, dtype_name, one_line, prepare, write_result
 from torch.fx import symbolic_trace
+
+CHECK_BYTES = 256 * 2**20  # inputs past this are drawn smaller: the check needs values, not the published size
+FLOAT64_TOLERANCE = [1e-7, 1e-9]  # rtol, atol: float64 rounding over long reductions stays far below
 
 
 def main() -> int:
@@ -53,7 +58,8 @@ def check(plan: dict) -> dict:
             notes.append(f"checked on {len(seeds)} of {len(plan['seeds'])} seeds: one took {each:.0f} s on the CPU")
             break
         setup = prepare(plan["declared"], plan["entry"], seed, perturb=True, ranges=plan.get("ranges"),
-                        positive=tuple(plan.get("positive", ())))
+                        positive=tuple(plan.get("positive", ())), budget_bytes=CHECK_BYTES)
+        notes.extend(n for n in setup.notes if n.startswith("checked with") and n not in notes)
         with torch.no_grad():
             env: dict[str, Any] = {plan["arguments"][n]: t for n, t in setup.tensors.items() if n in plan["arguments"]}
             env.update(_module_tensors(setup, plan["tensors"]))
@@ -68,13 +74,44 @@ def check(plan: dict) -> dict:
                 raise Refused(f"the code raised {one_line(exc)} on seed {seed}'s inputs") from None
             if isinstance(expected, (tuple, list)) and len(expected) == 1:
                 expected = expected[0]
-        seeds.append({"seed": seed, **_compare(got, expected, plan["tolerance"])})
+        compared = _compare(got, expected, plan["tolerance"])
+        if not compared["ok"] and compared["why"].startswith("values differ"):
+            again = _in_float64(plan, code, setup)
+            if again is not None and again["ok"]:  # one function, rounded differently in its dtype: not a misreading
+                note = (f"in {dtype_name(expected.dtype)} the reading and the code differ by up to "
+                        f"{compared['max_abs']:.3g} (each one's own rounding: another order of operations); "
+                        f"in float64 they agree to {again['max_abs']:.3g}")
+                if note.split(" (")[0] not in " ".join(notes):
+                    notes.append(note)
+                compared = compared | {"ok": True, "why": "", "float64_max_abs": again["max_abs"]}
+        seeds.append({"seed": seed, **compared})
     failed = [s for s in seeds if not s["ok"]]
     result = {"status": "fail" if failed else "pass", "seeds": seeds, "notes": notes,
               "max_abs": max(s["max_abs"] for s in seeds), "max_rel": max(s["max_rel"] for s in seeds)}
     if failed:
         result["message"] = f"seed {failed[0]['seed']}: {failed[0]['why']}"
     return result
+
+
+def _in_float64(plan: dict, code: Any, setup: Setup) -> dict | None:
+    """Evaluate the code and the IR again on the same inputs in float64, and compare there (None: it cannot run)."""
+    # Float32 results of one function differ with the order of a reduction (a GPU's, a library's): relative 1e-4 over
+    # a long row. In float64 that noise is ~1e-12, far below what any misreading (an eps, a dim, a sign) changes.
+    try:
+        if setup.model is not None:
+            setup.model.double()
+        setup.values = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                        for v in setup.values]
+        with torch.no_grad():
+            env: dict[str, Any] = {plan["arguments"][n]: t for n, t in setup.tensors.items() if n in plan["arguments"]}
+            env.update(_module_tensors(setup, plan["tensors"]))
+            got = eval(code, {"torch": torch, "F": F, "math": math}, env)  # noqa: S307
+            expected = setup.call()
+    except Exception:
+        return None
+    if isinstance(expected, (tuple, list)) and len(expected) == 1:
+        expected = expected[0]
+    return _compare(got, expected, {"float64": FLOAT64_TOLERANCE})
 
 
 def _module_tensors(setup: Setup, paths: dict[str, str]) -> dict[str, torch.Tensor]:

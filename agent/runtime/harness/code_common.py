@@ -183,7 +183,8 @@ class Setup:
 
 
 def prepare(declared: dict[str, dict], requested: str | None, seed: int, *, perturb: bool = False,
-            ranges: dict[str, list[int]] | None = None, positive: tuple[str, ...] = ()) -> Setup:
+            ranges: dict[str, list[int]] | None = None, positive: tuple[str, ...] = (),
+            budget_bytes: int | None = None) -> Setup:
     """Build the entry and its inputs: get_init_inputs/get_inputs when the code has them, else the declared ones."""
     module, runnable = load_user()
     kind, name, entry = find_entry(module, requested)
@@ -212,7 +213,7 @@ def prepare(declared: dict[str, dict], requested: str | None, seed: int, *, pert
     parameters = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in signature.parameters.values()):
         raise Refused(f"{name} takes *args or **kwargs; write its inputs as named parameters")
-    given = list(_call_helper(module.get_inputs, "get_inputs")) if hasattr(module, "get_inputs") else []
+    given = _given_inputs(module, budget_bytes, notes) if hasattr(module, "get_inputs") else []
     if len(given) > len(parameters):
         raise Refused(f"get_inputs() returns {len(given)} values but {name} takes {len(parameters)}")
     names, values, sources = [], [], {}
@@ -238,6 +239,37 @@ def prepare(declared: dict[str, dict], requested: str | None, seed: int, *, pert
     if model is not None:
         _match_dtype(setup)
     return setup
+
+
+def _given_inputs(module: Any, budget_bytes: int | None, notes: list[str]) -> list[Any]:
+    """Call get_inputs(); past the budget, with the batch-size global it reads made smaller (a check needs values,
+    not the published size: KernelBench's ReLU draws 6 GiB)."""
+    helper = module.get_inputs
+    if budget_bytes is None:
+        return list(_call_helper(helper, "get_inputs"))
+    with torch.device("meta"):  # shapes and dtypes only: nothing is allocated
+        shapes = [t for t in _call_helper(helper, "get_inputs") if isinstance(t, torch.Tensor)]
+    total = sum(t.numel() * t.element_size() for t in shapes)
+    largest = max(shapes, key=lambda t: t.numel(), default=None)
+    if total <= budget_bytes or largest is None or largest.dim() == 0:
+        return list(_call_helper(helper, "get_inputs"))
+    batch = int(largest.shape[0])
+    names = [n for n in helper.__code__.co_names
+             if type(getattr(module, n, None)) is int and getattr(module, n) == batch]
+    if not names:  # no global names the leading size: drawn as written (and refused if it cannot be allocated)
+        return list(_call_helper(helper, "get_inputs"))
+    smaller = max(1, batch * budget_bytes // total)
+    saved = {n: getattr(module, n) for n in names}
+    try:
+        for name in names:
+            setattr(module, name, smaller)
+        given = list(_call_helper(helper, "get_inputs"))
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+    notes.append(f"checked with {names[0]} = {smaller} instead of {batch}: the published inputs hold "
+                 f"{total / 2**30:.1f} GiB")
+    return given
 
 
 def _call_helper(helper: Callable[[], Any], name: str) -> Any:

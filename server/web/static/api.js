@@ -3,11 +3,12 @@ import { el } from "./render.js";
 
 export const session = { token: sessionStorage.getItem("kg-token") || "", auth: false };
 
-/** An HTTP answer that was not a success: its status and the service's message. */
+/** An HTTP answer that was not a success: its status, the service's message, and Retry-After's seconds (or null). */
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, retryAfter = null) {
     super(message);
     this.status = status;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -28,14 +29,14 @@ export async function api(path, { method = "GET", body } = {}) {
   const headers = { Accept: "application/json", ...authHeaders() };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  if (!response.ok) throw new ApiError(response.status, await detailOf(response));
+  if (!response.ok) throw await failure(response);
   return response.status === 204 ? null : response.json();
 }
 
 /** Fetch a file's text or bytes with the token. */
 export async function fetchFile(path, asBlob = false) {
   const response = await fetch(path, { headers: authHeaders() });
-  if (!response.ok) throw new ApiError(response.status, await detailOf(response));
+  if (!response.ok) throw await failure(response);
   return asBlob ? response.blob() : response.text();
 }
 
@@ -47,6 +48,12 @@ export function saveBlob(blob, name) {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 30000);
+}
+
+/** The ApiError of a refused request; a 429's Retry-After (seconds) says when the service has room again. */
+export async function failure(response) {
+  const seconds = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+  return new ApiError(response.status, await detailOf(response), Number.isFinite(seconds) ? seconds : null);
 }
 
 async function detailOf(response) {

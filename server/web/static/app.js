@@ -1,8 +1,10 @@
 // The chat page: threads in the sidebar, messages and replies, the composer, the token and the language.
 import { ApiError, api, session, setToken } from "./api.js";
-import { applyI18n, lang, setLang, t, tx } from "./i18n.js";
-import { batchCard, closeBatchCards } from "./batch.js";
-import { closeJobCards, jobCard, runsOnNote } from "./job.js";
+import { closeBatchCards } from "./batch.js";
+import { renderMessage, userMessage } from "./cards.js";
+import { clearError, padForComposer, pageError, readingIndicator, reveal, showError } from "./feedback.js";
+import { applyI18n, lang, setLang, t, timeEl, tx } from "./i18n.js";
+import { closeJobCards } from "./job.js";
 import { el } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -38,6 +40,8 @@ function threadFromHash() {
 
 function bindControls() {
   const text = $("composer-text");
+  padForComposer($("composer"));
+  document.addEventListener("kg-sign-in", () => askToken()); // a card refused for its token asks for another
   text.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -65,6 +69,7 @@ function bindControls() {
   $("lang-toggle").addEventListener("click", () => {
     setLang(lang() === "zh" ? "en" : "zh");
     $("lang-toggle").lang = lang() === "zh" ? "en" : "zh";
+    if (session.token || !session.auth) refreshThreads().catch(showError); // the threads' labels and dates
   });
   $("lang-toggle").lang = lang() === "zh" ? "en" : "zh";
   $("token-button").addEventListener("click", () => askToken());
@@ -122,7 +127,7 @@ function bindDrop() {
 
 async function sendFile(file) {
   if (!SPEC_FILE.test(file.name)) {
-    showError(new Error(t("file_kind", { name: file.name })));
+    showError(pageError("file_kind", { name: file.name }));
     return;
   }
   await send(await file.text(), file.name);
@@ -134,28 +139,16 @@ function askToken() {
   $("token-input").focus();
 }
 
-function showError(error) {
-  const box = $("composer-error");
-  box.hidden = false;
-  box.textContent = error instanceof ApiError && error.status === 401 ? t("need_token") : String(error.message || error);
-  if (error instanceof ApiError && error.status === 401) askToken();
-}
-
-function clearError() {
-  $("composer-error").hidden = true;
-  $("composer-error").textContent = "";
-}
-
 async function refreshThreads() {
   const { items } = await api("/threads");
   const list = $("thread-list");
   list.replaceChildren(...items.map((thread) => {
     const when = new Date(thread.updated_at.endsWith("Z") || /[+-]\d\d:\d\d$/.test(thread.updated_at)
       ? thread.updated_at : `${thread.updated_at}Z`);
-    const button = el("button", { type: "button", class: "thread-link", "data-thread": thread.id },
-      el("span", { class: "thread-title" }, thread.title || t("empty_thread")),
-      el("time", { datetime: when.toISOString() }, when.toLocaleString(lang() === "zh" ? "zh-CN" : "en",
-        { dateStyle: "medium", timeStyle: "short" })));
+    const title = thread.title ? el("span", { class: "thread-title", translate: "no" }, thread.title)
+      : tx("span", "empty_thread", {}, { class: "thread-title" });
+    const button = el("button", { type: "button", class: "thread-link", "data-thread": thread.id }, title,
+      timeEl(when, "datetime"));
     if (thread.id === threadId) button.setAttribute("aria-current", "true");
     button.addEventListener("click", () => {
       document.body.classList.remove("sidebar-open");
@@ -214,13 +207,23 @@ async function openThread(id) {
   box.replaceChildren();
   for (const message of thread.messages) box.append(renderMessage(message, thread.messages));
   await refreshThreads();
-  box.lastElementChild?.scrollIntoView({ block: "end" });
+  reveal(box.lastElementChild);
 }
 
+/** Send a message: echoed at once with a reading indicator (a code spec or a file takes seconds to read), then
+ * replaced by what the service recorded and its reply. A refused message (busy: 429) is kept to send again. */
 async function send(text, filename = null) {
   clearError();
   const button = $("send");
   button.disabled = true;
+  const box = $("messages");
+  const echo = userMessage({ text, data: filename ? { file: filename } : {} });
+  echo.classList.add("pending");
+  const waiting = readingIndicator();
+  $("welcome").hidden = true;
+  box.append(echo, waiting.root);
+  if (!filename) $("composer-text").value = ""; // a file leaves what was being typed in the box
+  reveal(waiting.root);
   try {
     if (threadId === null) {
       const thread = await api("/threads", { method: "POST" });
@@ -231,148 +234,26 @@ async function send(text, filename = null) {
     const sentTo = threadId;
     const body = filename ? { text, filename } : { text };
     const said = await api(`/threads/${sentTo}/messages`, { method: "POST", body });
-    if (sentTo !== threadId) return; // the person opened another thread meanwhile: the reply is kept there
-    if (!filename) $("composer-text").value = ""; // a file leaves what was being typed in the box
-    $("welcome").hidden = true;
-    for (const message of said) $("messages").append(renderMessage(message, said));
-    $("messages").lastElementChild?.scrollIntoView({ block: "end" });
-    await refreshThreads();
+    if (sentTo !== threadId || !echo.isConnected) return; // another thread was opened meanwhile: the reply is there
+    const drawn = said.map((message) => renderMessage(message, said));
+    echo.replaceWith(...drawn);
+    waiting.stop();
+    reveal(drawn[drawn.length - 1]);
+    refreshThreads().catch(showError); // the message is recorded: a failure here is not the message's
   } catch (error) {
-    showError(error);
+    echo.remove(); // nothing was recorded: the message goes back to the box (or stays kept for Send again)
+    waiting.stop();
+    $("welcome").hidden = box.children.length > 0;
+    if (!filename && !$("composer-text").value) $("composer-text").value = text;
+    // Send again where waiting helps (busy, the network, the server). Not past the read's deadline (504): the read
+    // goes on and may still record the message and its reply. A refused token asks for another.
+    const status = error instanceof ApiError ? error.status : 0;
+    const transient = status === 0 || status === 429 || (status >= 500 && status !== 504);
+    showError(error, transient ? () => send(text, filename) : null);
   } finally {
+    waiting.stop();
     button.disabled = false;
   }
-}
-
-/** Draw one message of the thread by its kind. */
-function renderMessage(message, all) {
-  switch (message.kind) {
-    case "reading": return readingCard(message, all);
-    case "question": return questionCard(message);
-    case "tasks": return tasksCard(message, all);
-    case "job": return jobCard(message);
-    case "batch": return batchCard(message);
-    case "error": return el("section", { class: "msg assistant error-msg", role: "alert" },
-      tx("h3", "error"), el("p", { class: "msg-text" }, message.text));
-    default: return userMessage(message);
-  }
-}
-
-function userMessage(message) {
-  const card = el("section", { class: "msg user", "data-message": message.id }, tx("span", "you", {}, { class: "who" }));
-  if (message.data?.file) card.append(tx("p", "sent_file", { name: message.data.file }, { class: "file-name" }));
-  card.append(el("pre", { class: "msg-text" }, message.text));
-  return card;
-}
-
-
-function startedFrom(all, messageId, task = null) {
-  return all.find((m) => m.kind === "job" && m.data.from_message === messageId && (m.data.task ?? null) === task);
-}
-
-function readingCard(message, all) {
-  const reading = message.data.reading || {};
-  const options = message.data.options || {};
-  const card = el("section", { class: "msg assistant reading", "data-message": message.id });
-  card.append(tx("h3", "understood"), el("pre", { class: "pytorch" }, reading.pytorch || ""));
-  const rows = (reading.inputs || []).map((input) => el("tr", {},
-    el("td", {}, input.name), el("td", {}, input.dtypes.join(" / ")),
-    el("td", {}, input.shapes.map((s) => `[${s.join(", ")}]`).join(" | "))));
-  card.append(el("table", { class: "inputs" },
-    el("caption", {}, tx("span", "inputs")),
-    el("thead", {}, el("tr", {}, tx("th", "name"), tx("th", "dtype"), tx("th", "shape"))),
-    el("tbody", {}, ...rows)));
-  const facts = el("p", { class: "facts" });
-  facts.append(tx("span", "output"), `: ${reading.output} ${reading.output_dtype} `,
-    (reading.output_shapes || []).map((s) => `[${s.join(", ")}]`).join(" | "));
-  facts.append(el("br"), tx("span", "device"), `: ${reading.device}`);
-  const target = options.target_speedup ?? reading.target_speedup;
-  const rounds = options.rounds ?? reading.max_rounds;
-  if (target) facts.append(" · ", tx("span", "target"), `: ×${target}`);
-  if (rounds) facts.append(" · ", tx("span", "rounds"), `: ${rounds}`);
-  for (const [name, value] of Object.entries(reading.params || {})) facts.append(el("br"), `${name} = ${value}`);
-  card.append(facts);
-  const where = runsOnNote(message.data.runs_on);
-  if (where) card.append(where);
-  const notes = [...(reading.notes || []), ...(reading.ignored || []).map((i) => `not used: ${i}`)];
-  if (notes.length) card.append(el("ul", { class: "notes" }, ...notes.map((n) => el("li", {}, n))));
-  if ((message.data.changes || []).length) {
-    card.append(el("p", { class: "changes" }, tx("strong", "changed"), ": ", message.data.changes.join("; ")));
-  }
-  if (message.data.derived_from) {
-    card.append(tx("p", "derived", { job: message.data.derived_from }, { class: "derived" }));
-  }
-  card.append(startControls(message, all, null));
-  return card;
-}
-
-function startControls(message, all, task) {
-  const bar = el("div", { class: "actions" });
-  const start = tx("button", "start", {}, { type: "button", class: "primary start" });
-  const started = startedFrom(all, message.id, task);
-  const note = el("span", { class: "started" });
-  if (started) {
-    start.disabled = true;
-    note.append(tx("span", "started", { job: started.job_id }));
-  }
-  start.addEventListener("click", async () => {
-    start.disabled = true;
-    try {
-      const job = await api(`/threads/${message.thread_id}/messages/${message.id}/start`,
-        { method: "POST", body: task === null ? {} : { task } });
-      note.replaceChildren(tx("span", "started", { job: job.job_id }));
-      $("messages").append(jobCard(job));
-      $("messages").lastElementChild.scrollIntoView({ block: "start" });
-    } catch (error) {
-      start.disabled = false;
-      showError(error);
-    }
-  });
-  bar.append(start);
-  if (task === null) {
-    const edit = tx("button", "edit", {}, { type: "button", class: "edit" });
-    edit.addEventListener("click", () => {
-      $("composer-text").value = message.spec_text || "";
-      $("composer-text").focus();
-    });
-    bar.append(edit);
-  }
-  bar.append(note);
-  return bar;
-}
-
-function questionCard(message) {
-  return el("section", { class: "msg assistant question", "data-message": message.id },
-    tx("h3", "question"), el("pre", { class: "msg-text" }, message.text), tx("p", "answer_hint", {}, { class: "hint" }));
-}
-
-function tasksCard(message, all_) {
-  const tasks = message.data.tasks || [];
-  const rows = tasks.map((task, index) => el("tr", {},
-    el("td", {}, task.task || String(index + 1)),
-    tx("td", task.status === "read" ? "task_read" : "task_question"),
-    el("td", {}, el("pre", { class: "msg-text" }, task.status === "read" ? task.understood : task.question)),
-    el("td", {}, task.status === "read" ? startControls(message, all_, index) : "")));
-  const all = tx("button", "start_all", {}, { type: "button", class: "primary start-batch" });
-  const note = el("span", { class: "started" });
-  const batch = all_.find((m) => m.kind === "batch" && m.data.from_message === message.id);
-  if (batch || !tasks.some((task) => task.status === "read")) all.disabled = true;
-  if (batch) note.append(tx("span", "batch", { batch: batch.data.batch_id }));
-  all.addEventListener("click", async () => {
-    all.disabled = true;
-    try {
-      const started = await api(`/threads/${message.thread_id}/messages/${message.id}/batch`, { method: "POST" });
-      note.replaceChildren(tx("span", "batch", { batch: started.data.batch_id }));
-      $("messages").append(batchCard(started));
-    } catch (error) {
-      all.disabled = false;
-      showError(error);
-    }
-  });
-  return el("section", { class: "msg assistant tasks", "data-message": message.id }, tx("h3", "tasks"),
-    runsOnNote(message.data.runs_on) || "", el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table" },
-      el("thead", {}, el("tr", {}, tx("th", "task"), tx("th", "reading"), el("th", {}, ""), el("th", {}, ""))),
-      el("tbody", {}, ...rows))), el("div", { class: "actions" }, all, note));
 }
 
 init().catch(showError);

@@ -1,6 +1,7 @@
 // A task book started as a batch: one row per task with its live status, then the report and the zip.
 import { api, fetchFile, saveBlob } from "./api.js";
-import { t, tx } from "./i18n.js";
+import { problem, refused, signInButton } from "./feedback.js";
+import { t, tv, tx } from "./i18n.js";
 import { jobCard, runsOnNote } from "./job.js";
 import { el, renderMarkdown } from "./render.js";
 
@@ -25,7 +26,7 @@ export function batchCard(message) {
   const root = el("section", { class: "msg assistant batch", "data-batch": id },
     el("header", { class: "job-head" }, tx("h3", "batch", { batch: id })), runsOnNote(message.data.runs_on) || "",
     counts, el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table batch-tasks" },
-      el("thead", {}, el("tr", {}, el("th", {}, "#"), tx("th", "task"), tx("th", "status"), el("th", {}, "op"),
+      el("thead", {}, el("tr", {}, el("th", {}, "#"), tx("th", "task"), tx("th", "status"), tx("th", "op"),
         tx("th", "stage"), el("th", {}, ""))), body)), opened, results);
 
   /** A row's Open button: the task's job card (stages, rounds, files, log, definition) below the table. */
@@ -56,7 +57,7 @@ export function batchCard(message) {
         button.setAttribute("aria-expanded", "true");
         card.scrollIntoView({ block: "start" });
       } catch (error) {
-        counts.textContent = String(error.message || error);
+        counts.replaceChildren(problem(error));
       } finally {
         button.disabled = false;
       }
@@ -69,11 +70,13 @@ export function batchCard(message) {
     try {
       const batch = await api(`/batches/${id}`);
       body.replaceChildren(...batch.tasks.map((task) => el("tr", { "data-status": task.status },
-        el("td", {}, String(task.index + 1)), el("td", {}, task.title),
-        el("td", {}, el("span", { class: "badge", "data-status": task.status }, t(`status_${task.status}`))),
-        el("td", {}, task.op || "-"), el("td", {}, task.stage || ""), el("td", {}, openButton(task)))));
+        el("td", {}, String(task.index + 1)), el("td", { translate: "no" }, task.title),
+        el("td", {}, el("span", { class: "badge", "data-status": task.status }, tx("span", `status_${task.status}`))),
+        el("td", { translate: "no" }, task.op || "-"), el("td", {}, task.stage ? tv("stage", task.stage) : ""),
+        el("td", {}, openButton(task)))));
       const parts = Object.entries(batch.counts).filter(([, n]) => n).map(([s, n]) => `${t(`status_${s}`)} ${n}`);
-      counts.textContent = `${parts.join(" · ")}${batch.eta_s ? ` · ETA ${Math.round(batch.eta_s)} s` : ""}`;
+      if (batch.eta_s) parts.push(t("eta", { s: Math.round(batch.eta_s) }));
+      counts.textContent = parts.join(" · ");
       root.dataset.status = batch.status;
       if (batch.status === "done" || batch.status === "cancelled") {
         cards.delete(card);
@@ -81,7 +84,13 @@ export function batchCard(message) {
         return;
       }
     } catch (error) {
-      counts.textContent = String(error.message || error);
+      if (refused(error)) { // the token no longer admits the batch: say so and stop polling
+        cards.delete(card);
+        root.dataset.access = "revoked";
+        counts.replaceChildren(tx("span", "revoked_batch"), " ", signInButton());
+        return;
+      }
+      counts.replaceChildren(problem(error));
     }
     setTimeout(poll, POLL_MS);
   }
@@ -94,7 +103,8 @@ async function showReport(id, box) {
   const zip = tx("button", "download_zip", {}, { type: "button", class: "zip" });
   zip.addEventListener("click", async () => saveBlob(await fetchFile(`/batches/${id}/artifacts.zip`, true),
     `batch_${id}.zip`));
-  box.replaceChildren(tx("h4", "report"), el("article", { class: "markdown" }, renderMarkdown(markdown)),
+  box.replaceChildren(tx("h4", "report"), el("article", { class: "markdown", "data-source": "service" },
+    renderMarkdown(markdown)),
     el("div", { class: "actions" }, zip));
   box.hidden = false;
 }

@@ -144,7 +144,8 @@ export function rooflineChart(points, roof, labels) {
         'text-anchor': left ? 'end' : 'start', ...TXT }, name));
     }
     root.appendChild(svg('circle', { class: 'kg-pt', cx: x, cy: y, r: 4.5, fill: COLORS.point, 'fill-opacity': 0.85 },
-      svg('title', null, `${name}: ${fmt(I[k])} FLOP/byte, ${fmt(T[k])} TFLOP/s (${share.toFixed(1)}% of roofline)`)));
+      svg('title', null, `${name}: ${fmt(I[k])} FLOP/byte, ${fmt(T[k])} TFLOP/s `
+        + `(${share.toFixed(1)}% ${labels.share || 'of roofline'})`)));
   });
   return root;
 }

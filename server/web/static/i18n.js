@@ -37,6 +37,19 @@ const WORDS = {
     file_kind: "{name}: only a .md, .py or .txt file can be sent.", open_job: "Open", close_job: "Close",
     delete_thread: "Delete the thread {title}", delete_confirm: "Delete?",
     sent_file: "File {name}", task_read: "read", task_question: "question", empty_thread: "(new thread)", reconnecting: "Connection lost; resuming…",
+    reading_now: "Reading your message…", reading_hint: "A code spec or a file is traced in the sandbox first: this takes a few seconds.",
+    seconds: "{s} s", minutes: "{m} min {s} s", retry: "Send again", sign_in: "Sign in again",
+    busy: "The service is busy: every sandbox is in use. Your message was not sent and is kept; send it again in {s} s.",
+    busy_over: "The service was busy. Your message was not sent and is kept; send it again now.",
+    too_slow: "Reading the message took longer than the service waits. Its reply may still be recorded: open the thread again later. The message is kept in the box.",
+    token_refused: "This token was refused (revoked or wrong). Sign in again with a valid token.",
+    revoked: "Access was revoked: this token no longer admits this job, so its progress is not shown. Sign in again to follow it.",
+    revoked_batch: "Access was revoked: this token no longer admits this batch. Sign in again to follow it.",
+    job_missing: "This job no longer exists.", not_used: "not used:", op: "op", eta: "about {s} s left",
+    ridge: "ridge", of_roofline: "of roofline", progress: "progress",
+    device_auto: "auto", device_cpu: "CPU", device_cuda: "CUDA", device_npu: "NPU",
+    edit_initial: "initial", edit_parameter: "parameter", edit_interface: "interface", edit_logic: "logic",
+    acc_pass: "pass", acc_fail: "fail", acc_error: "error", acc_timeout: "timeout", "acc_not run": "not run",
   },
   zh: {
     skip: "跳到输入框", threads: "对话", token: "令牌", other_language: "English",
@@ -73,6 +86,19 @@ const WORDS = {
     file_kind: "{name}：只能发送 .md、.py 或 .txt 文件。", open_job: "打开", close_job: "收起",
     delete_thread: "删除对话 {title}", delete_confirm: "删除？",
     sent_file: "文件 {name}", task_read: "已理解", task_question: "有疑问", empty_thread: "（新对话）", reconnecting: "连接中断，正在恢复…",
+    reading_now: "正在理解你的消息…", reading_hint: "代码需求或文件要先在沙箱中追踪运行，需要几秒钟。",
+    seconds: "{s} 秒", minutes: "{m} 分 {s} 秒", retry: "重新发送", sign_in: "重新登录",
+    busy: "服务繁忙：所有沙箱都在使用中。消息未发送，已为你保留；请在 {s} 秒后重新发送。",
+    busy_over: "服务刚才繁忙。消息未发送，已为你保留；现在可以重新发送。",
+    too_slow: "理解这条消息的用时超过了服务的等待时间。回复可能稍后仍会记录：请稍后重新打开这个对话。消息已保留在输入框中。",
+    token_refused: "令牌被拒绝（已撤销或有误）。请用有效的令牌重新登录。",
+    revoked: "访问已被撤销：此令牌不能再查看这个任务，进度不再显示。请重新登录以继续查看。",
+    revoked_batch: "访问已被撤销：此令牌不能再查看这个批次。请重新登录以继续查看。",
+    job_missing: "该任务已不存在。", not_used: "未使用：", op: "算子", eta: "预计还需 {s} 秒",
+    ridge: "拐点", of_roofline: "屋顶线占比", progress: "进度",
+    device_auto: "自动", device_cpu: "CPU", device_cuda: "CUDA", device_npu: "NPU",
+    edit_initial: "初始版本", edit_parameter: "参数", edit_interface: "接口", edit_logic: "逻辑",
+    acc_pass: "通过", acc_fail: "未通过", acc_error: "出错", acc_timeout: "超时", "acc_not run": "未运行",
   },
 };
 
@@ -89,9 +115,39 @@ export function t(key, vars = {}) {
   return text.replace(/\{(\w+)\}/g, (_, name) => String(vars[name] ?? ""));
 }
 
-/** Relabel every element under root that carries a data-i18n key (text, placeholder, aria-label). */
+/** A value the service names (a device, an edit type, a stage) in the page's words when the page knows it, else as
+ * it came (marked as a name, not a word of the page). */
+export function tv(prefix, value) {
+  const key = `${prefix}_${value}`;
+  return key in WORDS.en ? tx("span", key) : el("span", { translate: "no" }, String(value ?? ""));
+}
+
+/** A duration as "5 s" / "1 min 5 s" (relabelled when the language switches). */
+export function duration(totalSeconds) {
+  const seconds = Math.max(0, Math.round(totalSeconds));
+  return seconds >= 60 ? tx("span", "minutes", { m: Math.floor(seconds / 60), s: seconds % 60 })
+    : tx("span", "seconds", { s: seconds });
+}
+
+/** A <time> of a date in the page's language: the time of day, or date and time (reformatted on a switch). */
+export function timeEl(date, style = "time") {
+  const node = el("time", { datetime: date.toISOString(), "data-time-style": style });
+  node.textContent = formatTime(date, style);
+  return node;
+}
+
+function formatTime(date, style) {
+  const locale = current === "zh" ? "zh-CN" : "en";
+  return style === "time" ? date.toLocaleTimeString(locale)
+    : date.toLocaleString(locale, { dateStyle: "medium", timeStyle: "short" });
+}
+
+/** Relabel every element under root that carries a data-i18n key (text, placeholder, aria-label), and its times. */
 export function applyI18n(root = document) {
   document.documentElement.lang = current === "zh" ? "zh-CN" : "en";
+  for (const node of root.querySelectorAll("time[data-time-style]")) {
+    node.textContent = formatTime(new Date(node.getAttribute("datetime")), node.dataset.timeStyle);
+  }
   for (const node of root.querySelectorAll("[data-i18n]")) {
     const vars = node.dataset.i18nVars ? JSON.parse(node.dataset.i18nVars) : {};
     node.textContent = t(node.dataset.i18n, vars);
@@ -109,6 +165,7 @@ export function setLang(code) {
   current = code === "zh" ? "zh" : "en";
   localStorage.setItem("kg-lang", current);
   applyI18n(document);
+  document.dispatchEvent(new CustomEvent("kg-lang")); // what is drawn with words, not keys (charts), draws again
 }
 
 /** Create an element whose text is the translation of key (relabelled when the language switches). */

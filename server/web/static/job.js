@@ -1,12 +1,14 @@
 // A job in the thread: its stage timeline followed live (resumable), then its results as people read them.
-import { ApiError, api, authHeaders } from "./api.js";
-import { t, tx } from "./i18n.js";
+import { ApiError, api, authHeaders, failure } from "./api.js";
+import { refused, signInButton } from "./feedback.js";
+import { duration, t, timeEl, tx } from "./i18n.js";
 import { el } from "./render.js";
 import { showResults } from "./results.js";
 
 const STAGES = ["requirements", "definition", "generate", "accuracy", "performance", "profile", "log", "diagnose",
   "edit"];
 const FINAL = ["verified", "failed", "rejected", "cancelled"];
+const OTHER_STAGES = ["queued", "classify", "search", "repair", "finalize", "resume", "restart"];
 const DEFAULT_ROUNDS = 5;
 const cards = new Set();
 
@@ -57,7 +59,8 @@ class JobCard {
     this.clock = el("span", { class: "elapsed" });
     this.cancelButton = tx("button", "cancel", {}, { type: "button", class: "cancel" });
     this.cancelButton.addEventListener("click", () => this.cancel());
-    this.progress = el("progress", { max: "100", value: "0", "aria-label": "progress" });
+    this.progress = el("progress", { max: "100", value: "0", "data-i18n-aria": "progress",
+      "aria-label": t("progress") });
     this.roundLabel = el("span", { class: "round-label" });
     this.stageBar = el("ol", { class: "stages" },
       ...STAGES.map((stage) => tx("li", `stage_${stage}`, {}, { "data-stage": stage })));
@@ -82,7 +85,8 @@ class JobCard {
   tick() {
     const end = this.endedAt ?? Date.now();
     const seconds = Math.max(0, Math.round((end - this.startedAt) / 1000));
-    this.clock.textContent = seconds >= 60 ? `${Math.floor(seconds / 60)} min ${seconds % 60} s` : `${seconds} s`;
+    if (seconds !== this.shownSeconds) this.clock.replaceChildren(duration(seconds));
+    this.shownSeconds = seconds;
   }
 
   async follow() {
@@ -91,7 +95,7 @@ class JobCard {
         const headers = { Accept: "text/event-stream", ...authHeaders() };
         if (this.lastSeq) headers["Last-Event-ID"] = String(this.lastSeq);
         const response = await fetch(`/jobs/${this.id}/events`, { headers, signal: this.abort.signal });
-        if (!response.ok) throw new ApiError(response.status, response.statusText);
+        if (!response.ok) throw await failure(response);
         this.notice.textContent = "";
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
@@ -101,15 +105,20 @@ class JobCard {
           buffer += value;
           let cut;
           while ((cut = buffer.indexOf("\n\n")) >= 0) {
-            this.handle(parse(buffer.slice(0, cut)));
+            const message = parse(buffer.slice(0, cut));
             buffer = buffer.slice(cut + 2);
+            // The service ends the stream of a token revoked meanwhile with an `error` event (401): say so, and
+            // stop, rather than reconnect for ever with a token that is refused.
+            if (message.event === "error" && message.data?.status === 401) return this.revoke();
+            this.handle(message);
           }
         }
         if (FINAL.includes(this.status)) return;
       } catch (error) {
         if (this.closed || error.name === "AbortError") return;
+        if (refused(error)) return this.revoke();
         if (error instanceof ApiError && error.status === 404) {
-          this.notice.textContent = error.message;
+          this.notice.replaceChildren(tx("span", "job_missing"));
           return;
         }
       }
@@ -131,15 +140,15 @@ class JobCard {
     if (this.status === "queued" && stage !== "queued") this.setStatus("running");
     const round = /\bround (\d+)/.exec(data.message || "");
     if (round) this.round = Number(round[1]);
-    const time = new Date(data.created_at).toLocaleTimeString();
-    const label = STAGES.includes(stage) || ["queued", "classify", "search", "repair", "finalize", "resume", "restart"]
-      .includes(stage) ? tx("strong", `stage_${stage}`) : el("strong", {}, stage);
+    const label = STAGES.includes(stage) || OTHER_STAGES.includes(stage) ? tx("strong", `stage_${stage}`)
+      : el("strong", { translate: "no" }, stage);
     // A report of several lines (the reading: "Understood as: ...") goes under its stage's name, not on after it.
     const text = data.message || "";
     const block = text.includes("\n");
     this.timeline.append(el("li", { "data-stage": stage, "data-seq": data.seq },
-      el("time", {}, time), " ", label, block ? "" : ": ",
-      el(block ? "div" : "span", { class: block ? "event-text block" : "event-text" }, text)));
+      timeEl(new Date(data.created_at)), " ", label, block ? "" : ": ",
+      el(block ? "div" : "span", { class: block ? "event-text block" : "event-text", "data-source": "service" },
+        text)));
     this.markStage(stage);
   }
 
@@ -164,6 +173,16 @@ class JobCard {
     this.roundLabel.replaceChildren(label);
   }
 
+  /** The token no longer admits the job: stop following, say so, and offer to sign in again. */
+  revoke() {
+    this.closed = true;
+    this.abort.abort();
+    cards.delete(this);
+    this.root.dataset.access = "revoked";
+    this.cancelButton.disabled = true; // the service would refuse it for the same token
+    this.notice.replaceChildren(tx("span", "revoked"), " ", signInButton());
+  }
+
   setStatus(status) {
     this.status = status;
     this.badge.dataset.status = status;
@@ -178,7 +197,8 @@ class JobCard {
     for (const item of this.stageBar.children) if (item.className === "active") item.className = "done";
     cards.delete(this);
     this.loadResults().catch((error) => {
-      this.notice.textContent = String(error.message || error);
+      if (refused(error)) this.revoke();
+      else this.notice.textContent = String(error.message || error);
     });
   }
 

@@ -1,6 +1,6 @@
 // A finished job's results: rounds, charts, the definition and log rendered, the four files, diffs, downloads.
 import { fetchFile, api, saveBlob } from "./api.js";
-import { t, tx } from "./i18n.js";
+import { t, tv, tx } from "./i18n.js";
 import { rooflineChart, speedupChart } from "./charts.js";
 import { el, highlightPython, renderDiff, renderMarkdown } from "./render.js";
 
@@ -13,7 +13,7 @@ export async function showResults(box, job) {
   const byName = new Map(files.map((f) => [f.name, f]));
   const report = byName.has("report.json") ? JSON.parse(await fetchFile(byName.get("report.json").url)) : null;
   box.replaceChildren();
-  const summary = el("p", { class: "summary" }, job.error || job.message || "");
+  const summary = el("p", { class: "summary", "data-source": "service" }, job.error || job.message || "");
   box.append(tx("h4", "results"), summary);
   if (job.understood) box.append(el("details", { class: "understood-final" },
     el("summary", {}, tx("span", "understood")), el("pre", {}, job.understood)));
@@ -48,9 +48,10 @@ function roundsTable(rounds, report) {
   const number = (value, digits = 2) => (value === null || value === undefined ? "-" : Number(value).toFixed(digits));
   const rows = rounds.map((r) => {
     const f = figures.get(r.index) || {};
-    return el("tr", { class: r.accepted ? "kept" : "" }, el("td", {}, String(r.index)), el("td", {}, r.edit_type),
-      el("td", {}, el("code", {}, r.config)), el("td", {}, r.accuracy_status), el("td", {}, number(r.speedup)),
-      el("td", {}, number(f.compile)), el("td", {}, number(f.roofline, 1)), el("td", {}, r.verdict || ""));
+    return el("tr", { class: r.accepted ? "kept" : "" }, el("td", {}, String(r.index)),
+      el("td", {}, tv("edit", r.edit_type)), el("td", {}, el("code", {}, r.config)),
+      el("td", {}, tv("acc", r.accuracy_status)), el("td", {}, number(r.speedup)), el("td", {}, number(f.compile)),
+      el("td", {}, number(f.roofline, 1)), el("td", { "data-source": "service" }, r.verdict || ""));
   });
   return el("div", { class: "kg-table-wrap" }, el("table", { class: "kg-table rounds" },
     el("caption", {}, tx("span", "rounds_table")),
@@ -70,7 +71,23 @@ function standing(first, round) {
   return { compile: round.speedup === null ? null : compile, roofline };
 }
 
+/** The charts, drawn again in the other language when it switches (their words are text, not keyed nodes). */
 function charts(report) {
+  const box = el("div", { class: "charts" });
+  const draw = () => {
+    if (box.dataset.drawn && !box.isConnected) {
+      document.removeEventListener("kg-lang", draw); // the thread was replaced
+      return;
+    }
+    box.dataset.drawn = "true";
+    box.replaceChildren(...drawCharts(report));
+  };
+  document.addEventListener("kg-lang", draw);
+  draw();
+  return box;
+}
+
+function drawCharts(report) {
   const rounds = (report.rounds || []).filter((r) => r.repair_of === null || r.repair_of === undefined);
   const points = rounds.map((r) => ({ index: r.index, eager: r.speedup ?? null,
     compile: standing(rounds[0], r).compile, kept: r.index === report.best_round }));
@@ -84,12 +101,13 @@ function charts(report) {
   const marks = [];
   for (const r of rounds) {
     for (const c of r.profile?.roofline?.cases || []) {
-      marks.push({ label: `round ${r.index}`, intensity: c.intensity, tflops: c.tflops, kept: r.index === report.best_round });
+      marks.push({ label: `${t("round")} ${r.index}`, intensity: c.intensity, tflops: c.tflops,
+        kept: r.index === report.best_round });
     }
   }
   const roofChart = rooflineChart(marks, roof, { title: t("chart_roofline"), x: t("intensity"), y: t("tflops"),
-    empty: t("chart_empty") });
-  return el("div", { class: "charts" }, el("figure", {}, speed), el("figure", {}, roofChart));
+    empty: t("chart_empty"), ridge: t("ridge"), share: t("of_roofline") });
+  return [el("figure", {}, speed), el("figure", {}, roofChart)];
 }
 
 function tabView(jobId, tabs) {
@@ -97,7 +115,7 @@ function tabView(jobId, tabs) {
   const panel = el("div", { class: "tab-panel", role: "tabpanel", tabindex: "0" });
   const buttons = tabs.map((tab, index) => {
     const button = tab.label ? tx("button", tab.label, {}, { type: "button", role: "tab" })
-      : el("button", { type: "button", role: "tab" }, tab.name);
+      : el("button", { type: "button", role: "tab", translate: "no" }, tab.name);
     button.dataset.tab = tab.name || tab.label;
     button.addEventListener("click", () => select(index));
     button.addEventListener("keydown", (event) => {
@@ -133,11 +151,11 @@ async function tabContent(tab) {
   if (tab.diffs) {
     const shown = tab.diffs.filter((r) => r.diff);
     if (!shown.length) return [tx("p", "no_changes")];
-    return shown.map((r) => el("section", { class: "diff" }, el("h5", {}, `${t("round")} ${r.index}: ${r.verdict || ""}`),
-      renderDiff(r.diff)));
+    return shown.map((r) => el("section", { class: "diff" }, el("h5", {}, `${t("round")} ${r.index}: `,
+      el("span", { "data-source": "service" }, r.verdict || "")), renderDiff(r.diff)));
   }
   const text = await fetchFile(tab.file.url);
-  if (tab.md) return [el("article", { class: "markdown" }, renderMarkdown(text))];
+  if (tab.md) return [el("article", { class: "markdown", "data-source": "service" }, renderMarkdown(text))];
   const copy = tx("button", "copy", {}, { type: "button", class: "copy" });
   copy.addEventListener("click", async () => {
     await navigator.clipboard.writeText(text);

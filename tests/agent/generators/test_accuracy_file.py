@@ -9,6 +9,8 @@ from agent.generators.offline.elementwise import ElementwiseGenerator
 from agent.runtime.sandbox import run_file
 from agent.spec import OpSpec, TensorSpec
 
+pytestmark = pytest.mark.bubblewrap  # each test runs an accuracy file as untrusted code
+
 SPEC = OpSpec(name="bias_gelu", formula="gelu(x + bias)", inputs=[
     TensorSpec(name="x", shapes=[[37, 129]], dtypes=["float16"]),
     TensorSpec(name="bias", shapes=[[129]], dtypes=["float16"]),

@@ -67,6 +67,7 @@ def test_a_kernel_file_that_imports_the_reference_is_refused(tmp_path: Path, llm
     assert "imports prefix_sum_baseline" in _refusal(final, llm)
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.parametrize("as_repair", [False, pytest.param(True, marks=pytest.mark.slow)],
                          ids=["first-version", "repair"])
 def test_a_copy_kernel_with_a_colluding_reference_fails_against_the_spec(
@@ -82,6 +83,7 @@ def test_a_copy_kernel_with_a_colluding_reference_fails_against_the_spec(
         assert "computes something other than the spec's reading" in _last_verdict(final)
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.parametrize("as_repair", [False, pytest.param(True, marks=pytest.mark.slow)],
                          ids=["first-version", "repair"])
 def test_a_kernel_that_drops_the_last_partial_tile_fails_on_our_own_odd_shapes(
@@ -97,6 +99,7 @@ def test_a_kernel_that_drops_the_last_partial_tile_fails_on_our_own_odd_shapes(
     assert {3, 129, 257} <= failing  # not multiples of 8
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.parametrize("as_repair", [False, pytest.param(True, marks=pytest.mark.slow)],
                          ids=["first-version", "repair"])
 def test_an_accuracy_file_that_compares_nothing_fails_the_round(
@@ -112,6 +115,7 @@ def test_an_accuracy_file_that_compares_nothing_fails_the_round(
     assert "passed a deliberately wrong kernel" in said
 
 
+@pytest.mark.bubblewrap
 def test_an_honest_accuracy_file_is_taken_after_a_lying_one(tmp_path: Path, llm: ScriptedLLM) -> None:
     script_start(llm, accuracy="accuracy_lying")
     llm.script("repair", fenced(("prefix_sum_accuracy.py", source("accuracy"))))
@@ -125,6 +129,7 @@ ZORB = ("Apply our zorb transform (see the paper) to each row of x, shapes [8, 1
         "float16")
 
 
+@pytest.mark.bubblewrap
 def test_a_spec_only_the_model_could_read_is_verified_against_its_reference_and_says_so(
     tmp_path: Path, llm: ScriptedLLM,
 ) -> None:
@@ -143,6 +148,7 @@ def test_a_spec_only_the_model_could_read_is_verified_against_its_reference_and_
     assert probes == {'{"x": [5, 3]}', '{"x": [127, 129]}', '{"x": [3, 257]}', '{"x": [1, 1031]}'}
 
 
+@pytest.mark.bubblewrap
 def test_a_kernel_that_drops_the_last_partial_tile_fails_our_probes_of_a_spec_read_in_words(
     tmp_path: Path, llm: ScriptedLLM,
 ) -> None:

@@ -26,6 +26,7 @@ print("ok")
 """
 
 
+@pytest.mark.bubblewrap
 def test_an_op_the_offline_generator_does_not_know_becomes_a_verified_kernel(tmp_path: Path, llm: ScriptedLLM) -> None:
     script_start(llm)
     final = run_llm_job(tmp_path, llm_settings(tmp_path, llm.url))
@@ -60,6 +61,7 @@ def test_an_op_the_offline_generator_does_not_know_becomes_a_verified_kernel(tmp
     assert [c.stage for c in crud.list_llm_calls(engine, final["job_id"])] == llm.stages()
 
 
+@pytest.mark.bubblewrap
 def test_a_masking_bug_is_repaired_from_the_failure_the_prompt_carries(tmp_path: Path, llm: ScriptedLLM) -> None:
     script_start(llm, triton="triton_masking_bug")
     llm.script("repair", fenced(("prefix_sum_triton.py", source("triton")),
@@ -78,6 +80,7 @@ def test_a_masking_bug_is_repaired_from_the_failure_the_prompt_carries(tmp_path:
     assert "mask = cols < n_cols\n" in (tmp_path / "out" / "prefix_sum_triton.py").read_text()
 
 
+@pytest.mark.bubblewrap
 def test_repairs_are_bounded_and_each_attempt_is_a_round(tmp_path: Path, llm: ScriptedLLM) -> None:
     script_start(llm, triton="triton_masking_bug")
     still_wrong = fenced(("prefix_sum_triton.py", source("triton_masking_bug").replace("n_cols - 1", "n_cols - 2")))
@@ -90,6 +93,7 @@ def test_repairs_are_bounded_and_each_attempt_is_a_round(tmp_path: Path, llm: Sc
     assert "Version v1 failed accuracy" in second and "Earlier attempts that also failed: v0 failed accuracy" in second
 
 
+@pytest.mark.bubblewrap
 def test_a_signature_change_is_an_interface_edit_and_all_four_files_are_rewritten(
     tmp_path: Path, llm: ScriptedLLM,
 ) -> None:
@@ -115,6 +119,7 @@ def test_a_signature_change_is_an_interface_edit_and_all_four_files_are_rewritte
     assert "def prefix_sum(x, dim: int = -1)" in (out / "prefix_sum_triton.py").read_text()
 
 
+@pytest.mark.bubblewrap
 def test_malformed_json_gets_a_reask_that_says_what_was_wrong(tmp_path: Path, llm: ScriptedLLM) -> None:
     llm.script("requirements", "Sure! Here is the spec: {\"name\": \"prefix_sum\", \"inputs\": [", spec_json())
     llm.script("definition", definition_json())
@@ -173,6 +178,7 @@ def test_an_endpoint_that_times_out_ends_the_job_and_keeps_what_was_done(tmp_pat
     assert {a.name for a in crud.list_artifacts(engine, final["job_id"])} >= {"definition.md", "report.json"}
 
 
+@pytest.mark.bubblewrap
 def test_a_model_test_that_always_passes_cannot_pass_a_wrong_kernel(tmp_path: Path, llm: ScriptedLLM) -> None:
     lenient = source("accuracy").replace('"status": "fail" if bool(bad.any()) else "pass"', '"status": "pass"')
     assert lenient != source("accuracy")
@@ -197,6 +203,7 @@ def test_a_model_test_that_always_passes_cannot_pass_a_wrong_kernel(tmp_path: Pa
     assert final["status"] == "verified" and final["best_round"] == 1
 
 
+@pytest.mark.bubblewrap
 def test_an_interface_edit_may_not_change_what_the_reference_computes(tmp_path: Path, llm: ScriptedLLM) -> None:
     script_start(llm, triton="triton_masking_bug")
     llm.script("repair", fenced(("prefix_sum_triton.py", source("triton_dim"))),

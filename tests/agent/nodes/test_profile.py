@@ -59,3 +59,20 @@ def test_without_counters_a_row_kernel_counts_a_program_per_row_not_per_output_e
                     0) == 32
     gelu = read_spec(SPEC)
     assert programs(gelu, LaunchConfig(schedule="flat", block_size=1024, num_warps=4), h100, 0) == 8192 * 4096 // 1024
+
+
+def test_the_last_round_reads_no_counters_but_keeps_its_roofline(tmp_path: Path) -> None:
+    # No diagnosis follows the last round, so its profiler run (a process, a compile, replays) is not made.
+    runtime = Runtime(context=JobContext(engine=make_engine(f"sqlite:///{tmp_path / 'kg.db'}"),
+                                         work_dir=tmp_path / "work"))
+    device = DeviceInfo(kind="cuda", name="NVIDIA H200", peak_gbs=4800.0, peak_tflops=67.0, multiprocessors=132)
+    state = _state(device)
+    state["spec"] = state["spec"].model_copy(update={"max_rounds": 1})
+    state["rounds"] = [state["pending"].model_copy(update={"index": 0})]
+    record = profile(state, runtime)["pending"].profile
+    assert record["status"] == "skipped" and "no round follows" in record["message"]
+    assert not (tmp_path / "work").exists()  # nothing ran
+    assert record["roofline"]["tiles"] == 16384
+    # With a round still to come, the same version is profiled (here: no GPU, so the profiler's failure is said)
+    state["spec"] = state["spec"].model_copy(update={"max_rounds": 2})
+    assert profile(state, runtime)["pending"].profile["status"] != "skipped"

@@ -73,3 +73,45 @@ def test_an_interpreter_run_on_the_cpu_holds_no_accelerator() -> None:
     with slots.hold("cuda"), slots.hold("cpu") as slot:  # would wait forever if the CPU took the one slot
         assert slot is None and slots.free() == 0
     assert slots.free() == 1
+
+
+def _hold_in_thread(slots: AcceleratorSlots, shared: bool, log: list[str], name: str,
+                    release: threading.Event) -> threading.Thread:
+    def stage() -> None:
+        with slots.hold("cuda", shared=shared):
+            log.append(f"+{name}")
+            release.wait(timeout=10)
+            log.append(f"-{name}")
+
+    thread = threading.Thread(target=stage)
+    thread.start()
+    return thread
+
+
+def _until(condition: object, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.01)
+    time.sleep(0.1)
+
+
+def test_checks_share_a_device_but_never_with_a_stage_that_times() -> None:
+    slots = AcceleratorSlots(1, max_shared=2)
+    log: list[str] = []
+    checks_done, timing_done = threading.Event(), threading.Event()
+    checks = [_hold_in_thread(slots, True, log, f"check{i}", checks_done) for i in range(2)]
+    _until(lambda: len(log) == 2)
+    assert sorted(log) == ["+check0", "+check1"]  # two accuracy stages of different jobs at once
+    timing = _hold_in_thread(slots, False, log, "timing", timing_done)
+    late_check = _hold_in_thread(slots, True, log, "late", checks_done)
+    time.sleep(0.3)
+    assert "+timing" not in log and "+late" not in log  # timing waits for the checks; a new check waits for timing
+    checks_done.clear()
+    checks_done.set()
+    _until(lambda: "+timing" in log)
+    assert log.index("+timing") > max(log.index("-check0"), log.index("-check1"))  # alone on the device
+    timing_done.set()
+    for thread in (*checks, timing, late_check):
+        thread.join(timeout=10)
+    assert log.index("+late") > log.index("-timing")
+    assert slots.free() == 1

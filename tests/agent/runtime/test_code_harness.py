@@ -84,3 +84,35 @@ def test_the_check_uses_fewer_seeds_only_when_they_would_not_fit_its_time(tmp_pa
     short = run_harness(tmp_path / "short", SCRIPTS[2], code, {"plan.json": plan(1e-9)}, ["--plan", "plan.json"])
     assert short["status"] == "pass" and [s["seed"] for s in short["seeds"]] == [1]
     assert short["notes"][0].startswith("checked on 1 of 3 seeds")
+
+
+VARIANCE_BY_MOMENTS = ("import torch\n\ndef var(x):\n    return (x * x).mean(-1) - x.mean(-1) ** 2{extra}\n\n"
+                       "def get_inputs():\n    return [torch.randn(8, 4096) + 300.0]\n")
+
+
+def test_one_function_rounded_differently_agrees_in_float64_and_a_different_one_does_not(tmp_path: Path) -> None:
+    # E[x^2] - E[x]^2 of values near 300 loses digits in float32 (on a GPU, a reduction order does the same), while
+    # torch.var does not: the same function, ~1e-2 apart in float32, ~1e-10 in float64.
+    checked = {"expr": "torch.var(x, dim=-1, unbiased=False)", "entry": "var", "declared": {}, "seeds": [1, 2],
+               "arguments": {"x": "x"}, "tensors": {}, "ranges": {}, "positive": [], "tolerance": TOLERANCE}
+    same = run_harness(tmp_path / "same", SCRIPTS[2], VARIANCE_BY_MOMENTS.format(extra=""), {"plan.json": checked},
+                       ["--plan", "plan.json"])
+    assert same["status"] == "pass", same
+    assert same["max_abs"] > 1e-4 and all(s["float64_max_abs"] < 1e-7 for s in same["seeds"])
+    assert "in float64 they agree" in same["notes"][0]
+    # A reading that misses a term (here 1e-4, under the float32 noise) is still refused: float64 sees it
+    other = run_harness(tmp_path / "other", SCRIPTS[2], VARIANCE_BY_MOMENTS.format(extra=" + 1e-4"),
+                        {"plan.json": checked}, ["--plan", "plan.json"])
+    assert other["status"] == "fail"
+
+
+def test_a_check_of_inputs_too_large_to_draw_runs_them_with_a_smaller_batch(tmp_path: Path) -> None:
+    # As KernelBench publishes its ReLU: 4096 x 393216 floats, 6 GiB, more than a check needs or may allocate.
+    code = ("import torch\n\nbatch_size = 4096\ndim = 393216\n\nclass Model(torch.nn.Module):\n"
+            "    def forward(self, x):\n        return torch.relu(x)\n\n"
+            "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\ndef get_init_inputs():\n    return []\n")
+    checked = {"expr": "torch.relu(x)", "entry": "Model", "declared": {}, "seeds": [1], "arguments": {"x": "x"},
+               "tensors": {}, "ranges": {}, "positive": [], "tolerance": TOLERANCE}
+    result = run_harness(tmp_path / "check", SCRIPTS[2], code, {"plan.json": checked}, ["--plan", "plan.json"])
+    assert result["status"] == "pass", result
+    assert any(n.startswith("checked with batch_size = ") and "6.0 GiB" in n for n in result["notes"])

@@ -142,6 +142,7 @@ def test_cuda_without_ncu_reports_unavailable(tmp_path: Path, monkeypatch: pytes
     assert summarize(result) == f"ncu unavailable: {NCU_MISSING}"
 
 
+@pytest.mark.bubblewrap
 def test_cuda_with_ncu_reads_the_report_file_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _install_fake_ncu(tmp_path, monkeypatch, DATA / "ncu_raw.csv")
     result = profile_kernel(op_files(), "add_one", tmp_path / "w", device="cuda", timeout_s=120, case_index=1)
@@ -154,6 +155,7 @@ def test_cuda_with_ncu_reads_the_report_file_it_wrote(tmp_path: Path, monkeypatc
     assert "32 registers/thread" in line and "spills (16 local loads, 8 local stores)" in line
 
 
+@pytest.mark.bubblewrap
 @pytest.mark.parametrize(
     ("report", "wanted"),
     [
@@ -173,6 +175,7 @@ def test_cuda_without_counters_reports_unavailable_with_the_reason(
     assert wanted in result.message
 
 
+@pytest.mark.bubblewrap
 def test_harness_launches_the_wrapper_twice_on_cpu(tmp_path: Path) -> None:
     files = {**op_files(), HARNESS_NAME: HARNESS_PATH.read_text()}
     run = run_file(files, HARNESS_NAME, tmp_path / "w", device="cpu", timeout_s=120,
@@ -183,6 +186,7 @@ def test_harness_launches_the_wrapper_twice_on_cpu(tmp_path: Path) -> None:
     assert (tmp_path / "w" / "calls.log").read_text().splitlines() == ["257 torch.float16 3"] * 2
 
 
+@pytest.mark.bubblewrap
 def test_harness_reports_a_bad_case_as_an_error(tmp_path: Path) -> None:
     files = {**op_files(), HARNESS_NAME: HARNESS_PATH.read_text()}
     run = run_file(files, HARNESS_NAME, tmp_path / "w", device="cpu", timeout_s=120,

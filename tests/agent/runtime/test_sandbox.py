@@ -8,6 +8,8 @@ import pytest
 from agent.runtime.sandbox import run_file
 from tests.processes import new_marker, wait_gone
 
+pytestmark = pytest.mark.bubblewrap  # each test runs untrusted code
+
 WRITES_JSON = '''
 import json, os, sys
 with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:

@@ -12,6 +12,8 @@ from agent.reader.code import find_code, read_code
 from agent.reader.errors import SpecQuestion
 from agent.runtime.sandbox import run_file
 
+pytestmark = pytest.mark.bubblewrap  # each test runs untrusted code
+
 DUMPS_THE_ENVIRONMENT = '''
 import json, os, sys
 json.dump({"status": "pass", "env": dict(os.environ)}, open(sys.argv[sys.argv.index("--json") + 1], "w"))

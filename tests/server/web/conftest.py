@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -55,6 +56,7 @@ class Browsing:
         self.page = page
         self.errors: list[str] = []
         self.dialogs: list[str] = []
+        self.expected: list[re.Pattern[str]] = []  # console errors a test causes on purpose (a refused request)
         self.shots = shots
         page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
@@ -64,9 +66,21 @@ class Browsing:
         self.dialogs.append(dialog.message)
         dialog.dismiss()
 
-    def shot(self, name: str) -> None:
-        """Save a screenshot of the whole page."""
+    def expect_console_error(self, pattern: str) -> None:
+        """Allow console errors matching `pattern` (Chromium logs every refused request: "status of 429")."""
+        self.expected.append(re.compile(pattern))
+
+    def unexpected(self) -> list[str]:
+        """Return the console errors and dialogs no test asked for."""
+        errors = [e for e in self.errors if not any(p.search(e) for p in self.expected)]
+        return errors + [f"dialog: {d}" for d in self.dialogs]
+
+    def shot(self, name: str, view: bool = False) -> None:
+        """Save a screenshot of the whole page, or (view) of what the window shows, the sticky message box in place."""
         self.shots.mkdir(parents=True, exist_ok=True)
+        if view:
+            self.page.screenshot(path=str(self.shots / f"{name}.png"))
+            return
         self.page.evaluate("document.body.classList.add('capture')")  # sticky parts in place, not mid-page
         self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
         self.page.evaluate("document.body.classList.remove('capture')")
@@ -88,7 +102,7 @@ def open_page(browser: Any, tmp_path: Path) -> Iterator[Callable[..., Browsing]]
         return browsing
 
     yield start
-    problems = [e for _, b in opened for e in b.errors] + [f"dialog: {d}" for _, b in opened for d in b.dialogs]
+    problems = [problem for _, b in opened for problem in b.unexpected()]
     for context, _ in opened:
         context.close()
     assert not problems, problems
