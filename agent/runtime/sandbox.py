@@ -86,17 +86,13 @@ def run_file(
     cache = compile_cache.job_cache(workdir, trusted=trusted, enabled=policy.compile_cache)
     compile_cache.seed(workdir, cache)  # the kernels the job's earlier runs compiled (agent/runtime/compile_cache.py)
     if isolation.available:
-        prepare(workdir, policy, isolation.mode)
         tool = shutil.which(launcher[0]) if launcher else None
         if tool is not None:  # a profiler installed outside /usr (ncu under /opt): its folder is read-only too
             readable = [*policy.read_only_paths, Path(tool).resolve().parent]
             policy = policy.model_copy(update={"read_only_paths": readable})
-        command = wrap(command, workdir, device=device, timeout_s=timeout_s, policy=policy, mode=isolation.mode)
-    else:
-        if not trusted:
-            log.warning("running model-written %s WITHOUT isolation (%s is set): %s", entry, OPT_IN, isolation.reason)
-        if shutil.which("prlimit"):  # the limits hold without bubblewrap too, but for processes (counted per user)
-            command = [*limits(device, timeout_s, policy, processes=False), *command]
+    elif not trusted:
+        log.warning("running model-written %s WITHOUT isolation (%s is set): %s", entry, OPT_IN, isolation.reason)
+    command = _confined(command, workdir, device, timeout_s, policy, isolation.available, isolation.mode)
     if spare is not None:
         bounds = spare.bounds
         bounds.workdir = workdir
@@ -168,6 +164,17 @@ def _write_files(workdir: Path, files: dict[str, str]) -> None:
         (workdir / name).write_text(source)
 
 
+def _confined(command: list[str], folder: Path, device: str, timeout_s: float, policy: SandboxPolicy,
+              isolated: bool, mode: Mode) -> list[str]:
+    """Wrap a run's command: in bubblewrap (its folder handed to the run's uid), else under prlimit where it is."""
+    if isolated:
+        prepare(folder, policy, mode)
+        return wrap(command, folder, device=device, timeout_s=timeout_s, policy=policy, mode=mode)
+    if shutil.which("prlimit"):  # the limits hold without bubblewrap too, but for processes (counted per user)
+        return [*limits(device, timeout_s, policy, processes=False), *command]
+    return command
+
+
 def _start_spare(key: warm_start.Key, job: Path, device: str, timeout_s: float, policy: SandboxPolicy,
                  isolated: bool, mode: Mode) -> None:
     """Start a waiting process for the job's next run, wrapped and bounded as the run itself will be."""
@@ -178,12 +185,7 @@ def _start_spare(key: warm_start.Key, job: Path, device: str, timeout_s: float, 
         env = _environment(folder, device, isolated=isolated)
     finally:
         current_slot.reset(token)
-    command = [sys.executable, "-c", warm_start.BOOT]
-    if isolated:
-        prepare(folder, policy, mode)
-        command = wrap(command, folder, device=device, timeout_s=timeout_s, policy=policy, mode=mode)
-    elif shutil.which("prlimit"):
-        command = [*limits(device, timeout_s, policy, processes=False), *command]
+    command = _confined([sys.executable, "-c", warm_start.BOOT], folder, device, timeout_s, policy, isolated, mode)
     bounds = RunBounds(folder, policy)
     with open(folder / "stdout.txt", "w") as out, open(folder / "stderr.txt", "w") as err:
         process = subprocess.Popen([*bounds.launcher(), *command], cwd=folder, env=env, stdin=subprocess.DEVNULL,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -23,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.runtime.bounds import RunBounds
+from agent.runtime.compile_cache import JOB_FOLDER
 
-JOB_FOLDER = re.compile(r"job-\d+")
 ORDER = "go.json"
 IDLE_S = 300  # a spare nobody took in this long exits by itself
 SPARE_PREFIX = ".spare-"
