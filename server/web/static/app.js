@@ -13,6 +13,7 @@ let openedFromHash = null;
 
 /** Start the page: labels, handlers, the token if the server needs one, then the threads. */
 async function init() {
+  const opened = threadFromHash(); // the thread the address named at load, not one a message sent meanwhile made
   applyI18n();
   bindControls();
   try {
@@ -24,13 +25,14 @@ async function init() {
     askToken();
     return;
   }
-  await loadAll();
+  await loadAll(opened);
 }
 
-async function loadAll() {
+/** Draw the thread list, then the thread the address named. A message sent while the page was loading has made
+ * its own thread and drawn its reply there: opening a thread now would wipe that reply, so none is opened. */
+async function loadAll(opened = threadFromHash()) {
   await refreshThreads();
-  const id = threadFromHash();
-  if (id) await openThread(id);
+  if (opened && threadId === null) await openThread(opened);
 }
 
 function threadFromHash() {

@@ -112,6 +112,40 @@ def test_a_message_is_echoed_at_once_with_a_reading_indicator_and_its_reply_land
     assert card.evaluate(IN_VIEW)["onTop"]
 
 
+def test_a_message_sent_while_the_page_loads_keeps_its_reply(web_server: Any, open_page: Any) -> None:
+    """A message sent before the page finished loading is answered on the page; the loading does not wipe it.
+
+    CI's loaded cores made the page's first requests slow: the load then opened the thread the message had just
+    made, drew it empty, and the reading that came back had nowhere to go. Held requests replay that order.
+    """
+    server = web_server()
+    browsing: Browsing = open_page(server.url)
+    page = browsing.page
+    loading: list[Any] = []
+    sending: list[Any] = []
+    def hold_load(route: Any) -> None:
+        loading.append(route)  # the page's load waits here
+
+    def hold_message(route: Any) -> None:
+        sending.append(route)  # the message waits until the load has gone on
+
+    page.route("**/healthz", hold_load)
+    page.route("**/threads/*/messages", hold_message)
+    page.reload(wait_until="domcontentloaded")
+    send(page, RELU)
+    for _ in range(200):
+        if sending:
+            break
+        page.wait_for_timeout(50)
+    assert sending, "the message was not sent"
+    with page.expect_response(lambda r: r.url.endswith("/threads") and r.request.method == "GET"):
+        loading[0].continue_()  # the load goes on: the thread list
+    page.wait_for_timeout(1_000)  # what the load does after the list (it opened the message's thread here)
+    sending[0].continue_()
+    page.locator(".msg.reading").last.wait_for(timeout=READ_S)
+    assert page.locator(".msg.user").count() == 1
+
+
 def test_a_busy_service_says_when_to_retry_and_keeps_the_message(web_server: Any, open_page: Any) -> None:
     """Issue 49: with every sandbox slot held, a message is answered 429; the page says so (English and Chinese),
     with Retry-After's seconds, keeps the message, and sends it once there is room."""
