@@ -18,7 +18,7 @@ from agent.ir.types import IRError
 
 CATALOGUE = Path(__file__).with_name("operators.toml")
 _NONE, _REQUIRED = "none", "required"
-_ENTRY_KEYS = {"name", "family", "op", "formula", "check", "en", "zh", "roles", "params", "range", "dim"}
+_ENTRY_KEYS = {"name", "family", "op", "formula", "check", "en", "zh", "roles", "params", "range", "dim", "variant_of"}
 _CJK = re.compile(r"[\u3400-\u9fff]")
 
 
@@ -64,6 +64,7 @@ class Entry:
     params: tuple[ParamEntry, ...]
     range: tuple[str, str] | None
     dim: str | None  # "required": the text must say the axis; "last": the last dim unless it says otherwise
+    variant_of: str | None = None  # the entry this one extends: named by its aliases, taken when a new param is set
 
     @property
     def operand_count(self) -> int:
@@ -148,6 +149,7 @@ class Catalogue:
     entries: list[Entry]
     by_name: dict[str, Entry] = field(default_factory=dict)
     by_alias: dict[tuple[str, ...], Entry] = field(default_factory=dict)
+    variants: dict[str, list[Entry]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for entry in self.entries:
@@ -161,6 +163,13 @@ class Catalogue:
                 if other is not None and other is not entry:
                     raise ValueError(f"catalogue alias {alias!r} names both {other.name} and {entry.name}")
                 self.by_alias[key] = entry
+        for entry in self.entries:
+            if entry.variant_of is not None:
+                base = self.by_name.get(entry.variant_of)
+                if base is None or base.family != entry.family:
+                    raise ValueError(f"catalogue entry {entry.name}: variant_of {entry.variant_of!r} is not an "
+                                     f"entry of family {entry.family}")
+                self.variants.setdefault(base.name, []).append(entry)
 
     @property
     def longest_alias(self) -> int:
@@ -216,7 +225,7 @@ def _entry(raw: dict[str, Any]) -> Entry:
     return Entry(
         name=name, family=raw["family"], op=raw.get("op"), formula=raw.get("formula"), check=raw.get("check"),
         aliases=tuple(raw.get("en", ())) + tuple(raw.get("zh", ())), roles=roles, params=params,
-        range=(rng[0], rng[1]) if rng else None, dim=raw.get("dim"),
+        range=(rng[0], rng[1]) if rng else None, dim=raw.get("dim"), variant_of=raw.get("variant_of"),
     )
 
 

@@ -103,12 +103,14 @@ def _dims_for(scene: Scene, hit: Hit, entry: Entry, notes: list[str]) -> dict[st
     if op is not None and op.param("dims") is not None and "dims" not in hit.values:
         order = next((d for d in scene.dims if d.kind in ("order", "tuple") and isinstance(d.dims, tuple)), None)
         return {"dims": order.dims} if order is not None else {}
-    if op is None or op.param("dim") is None or "dim" in hit.values:
+    # An op's dim, or a formula entry's `dim` parameter (`cumsum(x, dim=dim) - x`): "over dim 1" sets either.
+    dim_param = op.param("dim") if op is not None else entry.param("dim")
+    if dim_param is None or "dim" in hit.values:
         return {}
     phrase = dim_near(scene, hit)
     if phrase is not None:
         if phrase.dims == ALL:
-            if op.param("dim").default is None:  # type: ignore[union-attr]
+            if dim_param.default is None:
                 return {}
             raise SpecQuestion(f"{hit.text} over all elements is not defined; over which dim?",
                                example=f"'{hit.text} over the last dim'")

@@ -81,6 +81,22 @@ def find_hits(tokens: list[Token], catalogue: Catalogue, text: str) -> list[Hit]
     return hits
 
 
+def take_variant(hit: Hit, catalogue: Catalogue, ledger: Ledger, bindings: dict[str, Binding]) -> None:
+    """Name the variant of the hit's entry whose own parameter the text sets (`softmax ... temperature 0.7`).
+
+    Without this the value is left over, and the accounting pass can only ask what it is for.
+    """
+    whole = (0, len(ledger.text))
+    for variant in catalogue.variants.get(hit.entry.name, ()):
+        own = [p for p in variant.params if hit.entry.param(p.name) is None and p.kind in ("scalar", "int")]
+        for param in own:
+            names = {param.name.lower(), *(s.lower() for s in param.say)}
+            if any(b.name.lower() in names for b in bindings.values()) \
+                    or _say_value(ledger, param.say or (param.name,), *whole) is not None:
+                hit.entry = variant
+                return
+
+
 def read_values(hit: Hit, window: tuple[int, int], ledger: Ledger, bindings: dict[str, Binding],
                 ranges: list[Token]) -> None:
     """Fill hit.values from flags, `name=value` bindings, `say-word value` phrases and ranges near the hit."""

@@ -14,7 +14,7 @@ from agent.reader.declarations import Decl, associate, preceding_names, same_as
 from agent.reader.dims import DimPhrase, find_dims, find_keepdim
 from agent.reader.formulas import Formula, find_formulas, formula_view, unknown_calls
 from agent.reader.lexer import Token, find_ranges, find_shapes, tokenize
-from agent.reader.phrases import Hit, find_hits, read_values
+from agent.reader.phrases import Hit, find_hits, read_values, take_variant
 from agent.reader.text import Ledger
 from agent.reader.vocabulary import CJK_FILLERS, SENTENCE_END, dtype_of
 
@@ -113,6 +113,8 @@ def scan_text(norm: str, catalogue: Catalogue) -> Found:
     names = {n for d in found.decls for n in d.names} | set(found.bindings)
     declared_at = {p for d in found.decls for p in d.positions}
     found.hits = [h for h in hits if h.text not in names and not any(h.start <= p < h.end for p in declared_at)]
+    for hit in found.hits:
+        take_variant(hit, catalogue, ledger, found.bindings)
     for hit in sorted(found.hits, key=lambda h: -len(h.entry.params)):
         if ledger.free(hit.start, hit.end):
             read_values(hit, _sentence(norm, hit.start, hit.end), ledger, found.bindings, found.ranges)

@@ -16,7 +16,7 @@ from agent.ir.types import TensorType
 CATALOGUE = load_catalogue()
 # Sizes that make every entry's operands fit: rows of 6 features, 4 channels for the per-channel norms.
 _REQUIRED = {"group_norm": {"num_groups": 2}, "permute": {"dims": (1, 0)}, "gather": {"dim": 1}, "pow": {"exponent": 3},
-             "cast": {"dtype": "float16"}}
+             "cast": {"dtype": "float16"}, "softmax_temperature": {"temperature": 0.5}}
 _POSITIVE = {"log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal"}
 
 

@@ -96,9 +96,8 @@ def test_a_chain_described_twice_is_not_applied_twice() -> None:
     assert account(text, reading("sqrt(exp(x))", ("x", [1024]))).accounted
 
 
+# Swish's beta and softmax's temperature now read (tests/agent/reader/test_entry_variants.py).
 @pytest.mark.parametrize("text", [
-    "swish with beta=1.5, x [1024, 1024] fp32",
-    "softmax, temperature=0.7, x [4096, 1024] fp16",
     "relu, negative_slope=0.1, x [1024] fp32",
     "softmax with temperature, x [4096, 1024] fp16",
     "x times w transposed, x [512, 512] fp16, w [512, 512] fp16",
@@ -119,7 +118,7 @@ def test_the_logarithm_of_the_sum_of_exponentials_once_read_wrong_now_reads_as_l
 
 def test_the_question_quotes_the_words_and_the_reading_says_accounted() -> None:
     with pytest.raises(SpecQuestion) as raised:
-        read_spec("softmax, temperature=0.7, x [4096, 1024] fp16")
+        read_spec("sigmoid, temperature=0.7, x [4096, 1024] fp16")
     assert any("temperature=0.7" in line for line in raised.value.unaccounted)
     assert "temperature=0.7" in str(raised.value)
     spec = read_spec("softmax over the last dim of x [64, 128] fp16")
@@ -133,7 +132,7 @@ def test_a_description_that_restates_its_chain_is_one_chain() -> None:
 
 
 def test_the_outcome_kernelgen_read_and_post_read_show_carries_the_accounting(tmp_path: Path) -> None:
-    asked = read_outcomes("softmax, temperature=0.7, x [4096, 1024] fp16", tmp_path)[0]
+    asked = read_outcomes("sigmoid, temperature=0.7, x [4096, 1024] fp16", tmp_path)[0]
     assert asked.status == "question"
     assert isinstance(asked.accounting, list) and any("temperature=0.7" in line for line in asked.accounting)
     read = read_outcomes("softmax over the last dim of x [64, 128] fp16", tmp_path)[0]
