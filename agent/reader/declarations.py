@@ -173,6 +173,8 @@ def _copula_before(tokens: list[Token], j: int, catalogue: Catalogue, banned: se
         if token.kind in ("sep", "shape") or token.text in (",", ";"):
             return None
         before = tokens[k - 1] if k >= 1 else None
+        if token.text == ":" and k + 1 == j and is_name(tokens, j, catalogue, banned):
+            return None  # `then add bias: x [64, 64]`: a label, then a name with its own shape
         if token.text.lower() in _COPULAS and before is not None and (
                 is_name(tokens, k - 1, catalogue, banned)
                 or before.kind == "word" and before.text.lower() in NAMES_TOO):

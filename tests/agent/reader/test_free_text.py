@@ -132,3 +132,19 @@ def test_context_words_are_not_mistaken_for_reductions() -> None:
 def test_input_named_like_a_reduction_is_still_elementwise() -> None:
     spec = read_spec("out = (x - running_mean) * rstd, x [8, 64] fp32, running_mean and rstd [64]")
     assert [t.name for t in spec.inputs] == ["x", "running_mean", "rstd"]
+
+
+@pytest.mark.parametrize(("text", "formula"), [
+    ("relu first, then add bias: x [64, 64] fp32, bias [64] fp32", "relu(x) + bias"),
+    ("add bias then relu: x [64, 64] fp32, bias [64] fp32", "relu(x + bias)"),
+])
+def test_a_step_before_a_colon_is_not_the_name_of_the_shape_after_it(text: str, formula: str) -> None:
+    # "add bias: x [64, 64]" gave bias x's shape too, and the reading asked which of its two shapes it had
+    spec = read_spec(text)
+    assert same_formula(spec, formula)
+    assert inputs_of(spec) == [("x", [[64, 64]], ["float32"]), ("bias", [[64]], ["float32"])]
+
+
+def test_a_name_before_a_colon_still_takes_the_description_after_it() -> None:
+    spec = read_spec("softmax over the last dim of logits, logits: raw scores [64, 1000] fp32")
+    assert inputs_of(spec) == [("logits", [[64, 1000]], ["float32"])]
