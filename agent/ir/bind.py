@@ -55,7 +55,10 @@ def bind(op: OpDef, positional: list[Value], keywords: dict[str, Value], call: s
             known = ", ".join(p.name for p in op.signature)
             raise IRError(f"{call}: {op.name} has no argument {key!r} (it takes {known})")
         if param.name in given:
-            raise IRError(f"{call}: {op.name} got {param.name} twice")
+            both = _ndim_and_shape(given[param.name], value)
+            if param.name != "normalized_ndim" or both is None:
+                raise IRError(f"{call}: {op.name} got {param.name} twice")
+            value = both  # the IR's own form (`normalized_ndim=2, normalized_shape=(128, 1024)`) read back
         given[param.name] = value
     args: list[Expr] = []
     attrs: list[tuple[str, Expr | Static]] = []
@@ -78,6 +81,16 @@ def bind(op: OpDef, positional: list[Value], keywords: dict[str, Value], call: s
     while args and isinstance(args[-1], Const) and args[-1].value is None:
         args.pop()
     return fold(Node(op.name, tuple(args), tuple(attrs)))
+
+
+def _ndim_and_shape(first: Value, second: Value) -> Value | None:
+    """Return the literal shape when one value is a normalized ndim and the other a shape of that many dims."""
+    plain = [_plain(first), _plain(second)]
+    shapes = [v for v in plain if isinstance(v, tuple)]
+    counts = [v for v in plain if _integral(v)]
+    if len(shapes) == 1 and len(counts) == 1 and len(shapes[0]) == _as_int(counts[0]):
+        return shapes[0]
+    return None
 
 
 def _tensors(value: Value, param: Param, call: str) -> list[Expr]:

@@ -83,3 +83,11 @@ def test_a_spec_reads_its_stored_formula_back_unchanged(ir: str) -> None:
     spec = OpSpec(name="op", category="elementwise", formula=to_text(expr),
                   inputs=[{"name": n, "shapes": [[4, 4]], "dtypes": ["float32"]} for n in inputs])
     assert spec.expr == expr  # `|` stays `or`, `e` stays a name
+
+
+def test_a_layer_norm_over_two_dims_reads_back_from_its_printed_form() -> None:
+    # printed as `normalized_ndim=2, normalized_shape=(128, 1024)`: read back, that was "got normalized_ndim twice"
+    expr = parse_text("layer_norm(x, (128, 1024))")
+    assert parse_text(to_text(expr)) == expr
+    with pytest.raises(IRError, match="twice"):
+        parse_text("layer_norm(x, normalized_ndim=3, normalized_shape=(128, 1024))")
