@@ -134,7 +134,8 @@ def _inside_brackets(text: str, position: int) -> bool:
 def inline_bindings(shape_tokens: list, found: dict[str, Binding]) -> None:
     """Add the sizes a shape names inline (`[B=32, N=1024]`) to the bindings."""
     for token in shape_tokens:
-        for m in re.finditer(r"([A-Za-z_]\w*)\s*=\s*(\d+[kKmM]?)", token.text):
+        # not `seq` in `bs*seq=4096`: the size is the product's, not one name's
+        for m in re.finditer(r"(?<![\w*])(?<!\*\s)([A-Za-z_]\w*)\s*=\s*(\d+[kKmM]?)", token.text):
             if m.group(1) not in found:
                 found[m.group(1)] = Binding(m.group(1), [_number(m.group(2))], token.start, token.end)
 

@@ -82,12 +82,24 @@ def axes_by_name(text: str) -> tuple[str, list[str]]:
     notes: list[str] = []
 
     def axis(m: re.Match[str]) -> str:
-        name = m.group("name")
-        if name not in named:
+        # `over H and W`, `over seq, hidden`: every name of the list is an axis, not the first alone
+        words = [w for w in re.finditer(r"[A-Za-z_]\w*", m.group("names")) if w.group(0) != "and"]
+        taken = []
+        for word in words:
+            if word.group(0) not in named or word.group(0) in taken:
+                break
+            taken.append(word.group(0))
+        if not taken:
             return m.group(0)
-        notes.append(f"{m.group(0).strip()!r}: {name} is dim {named[name]} of the shape that names it")
-        return f"{m.group('how')} dim {named[name]}"
+        cut = m.start("names") - m.start() + words[len(taken) - 1].end()
+        said, rest = m.group(0)[:cut], m.group(0)[cut:] if len(taken) < len(words) else ""
+        dims = [named[n] for n in taken]
+        notes.append(f"{said.strip()!r}: " + ", ".join(f"{n} is dim {d}" for n, d in zip(taken, dims, strict=True))
+                     + " of the shape that names it")
+        axes = f"dim {dims[0]}" if len(dims) == 1 else "dims (" + ", ".join(str(d) for d in dims) + ")"
+        return f"{m.group('how')} {axes}{rest}"
 
-    pattern = re.compile(r"\b(?P<how>over|along|across)\s+(?:the\s+)?(?P<name>[A-Za-z_]\w*)"
-                         r"(?:\s+(?:dim|axis|dimension))?\b(?!\s*[=\[(])")
+    name = r"[A-Za-z_]\w*"
+    pattern = re.compile(rf"\b(?P<how>over|along|across)\s+(?:the\s+)?(?P<names>{name}(?:\s*(?:,|\band\b|&)\s*{name})*)"
+                         r"(?:\s+(?:dims?|axis|axes|dimensions?))?\b(?!\s*[=\[(])")
     return pattern.sub(axis, text), notes

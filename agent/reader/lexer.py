@@ -11,7 +11,8 @@ from agent.reader.vocabulary import CJK_DTYPES, dtype_of
 
 Dim = int | str  # a size, or a symbol bound elsewhere (`batch`, `N`)
 _SIZE = r"\d+(?:\.\d+)?\s*[kKmM]?(?![\w.])|\d+(?:\s*\*\s*\d+)+|\d+\s*\*\*\s*\d+|2\^\d+"
-_ITEM = rf"(?:[A-Za-z_]\w*\s*=\s*(?:{_SIZE})|{_SIZE}|[A-Za-z_]\w*)"
+# `seq=2048`, and a product of names sized at once (`bs*seq=4096`: the flattened batch and sequence)
+_ITEM = rf"(?:[A-Za-z_]\w*(?:\s*\*\s*[A-Za-z_]\w*)*\s*=\s*(?:{_SIZE})|{_SIZE}|[A-Za-z_]\w*)"
 _LIST = rf"\s*{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s*"
 _BRACKET = re.compile(rf"\[(?P<items>{_LIST})\]")
 _PAREN = re.compile(rf"\((?P<items>{_LIST})\)")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from agent.reader.module_spellings import functional_modules
 from agent.reader.prose_forms import collapse_spelled_out_acronyms, plain_latex, put_subtraction_in_order
+from agent.reader.shape_names import name_shape_dims
 
 _FULLWIDTH = str.maketrans({
     "：": ":", "，": ",", "（": "(", "）": ")", "；": ";", "［": "[", "］": "]", "【": "[", "】": "]",
@@ -25,7 +26,8 @@ def normalize(text: str) -> str:
     # `w/ weight+bias`, `w/o bias`: shorthand for with / without, not a name followed by a division.
     text = re.sub(r"(?<![\w./])w/o(?![\w/])", "without", text, flags=re.I)
     text = re.sub(r"(?<![\w./])w/(?=\s*[A-Za-z\u3400-\u9fff])", "with ", text, flags=re.I)
-    text = plain_latex(put_subtraction_in_order(collapse_spelled_out_acronyms(functional_modules(text))))
+    text = functional_modules(name_shape_dims(text))
+    text = plain_latex(put_subtraction_in_order(collapse_spelled_out_acronyms(text)))
     # Backquoted code in prose (`x`, ``F.gelu``) reads like the code inside.
     return re.sub(r"`{1,2}([^`\n]*)`{1,2}", r" \1 ", text)
 
