@@ -73,8 +73,8 @@ def _shaped_next(tokens: list[Token], i: int) -> bool:
     j = i + 1
     while j < len(tokens) and j <= i + 4 and (tokens[j].text in (":", "=") or tokens[j].kind == "dtype" or
                                               tokens[j].kind in ("word", "cjk") and tokens[j].text.lower() in (
-                                                  "shape", "of", "形状", "形状为", "的形状为", "is", "with", "sized",
-                                                  "是", "为", "的")):
+                                                  "shape", "of", "形状", "形状为", "的形状为", "is", "are", "with",
+                                                  "sized", "是", "为", "的")):
         j += 1
     return j < len(tokens) and tokens[j].kind == "shape"
 

@@ -148,3 +148,11 @@ def test_a_step_before_a_colon_is_not_the_name_of_the_shape_after_it(text: str, 
 def test_a_name_before_a_colon_still_takes_the_description_after_it() -> None:
     spec = read_spec("softmax over the last dim of logits, logits: raw scores [64, 1000] fp32")
     assert inputs_of(spec) == [("logits", [[64, 1000]], ["float32"])]
+
+
+def test_names_that_are_operator_words_share_a_shape_after_are() -> None:
+    # `shift` is also an operator's name: `shift are [256]` was not a declaration, and the reading asked
+    spec = read_spec("out = x * scale + shift, x [32, 256] fp16, scale and shift are [256]")
+    assert same_formula(spec, "x * scale + shift")
+    assert inputs_of(spec) == [("x", [[32, 256]], ["float16"]), ("scale", [[256]], ["float16"]),
+                               ("shift", [[256]], ["float16"])]
