@@ -21,15 +21,19 @@ def dim_name_checks(text: str, reading: Reading) -> list[Unaccounted]:
             missing.append(Unaccounted(item.name, "names a dim of a shape, but the reading takes it as an input"))
     rank = max((len(s) for i in reading.inputs for s in i.shapes), default=0)
     wanted_dims = _ir_dims(reading, rank)
-    axis_phrase = r"\b(?:over|along|across|reduc\w* over)\s+(?:the\s+)?([A-Za-z_]\w*)(?:\s+(?:dim|axis|dimension))?"
+    # `over seq`, and each name of a list: `over H and W`, `over seq, hidden`
+    axis_phrase = (r"\b(?:over|along|across|reduc\w* over)\s+(?:the\s+)?([A-Za-z_]\w*(?:\s*(?:,|\band\b|&)\s*"
+                   r"[A-Za-z_]\w*)*)(?:\s+(?:dims?|axis|axes|dimensions?))?")
     for m in re.finditer(axis_phrase, text):
-        name = m.group(1)
-        if name not in named:
-            continue
-        index = named[name] % rank if rank else named[name]
-        if index not in wanted_dims:
-            missing.append(Unaccounted(m.group(0), f"names dim {name} (dim {named[name]}), which the reading does not "
-                                                   "reduce or normalize over"))
+        for name in re.findall(r"[A-Za-z_]\w*", m.group(1)):
+            if name == "and":
+                continue
+            if name not in named:
+                break
+            index = named[name] % rank if rank else named[name]
+            if index not in wanted_dims:
+                missing.append(Unaccounted(m.group(0), f"names dim {name} (dim {named[name]}), which the reading "
+                                                       "does not reduce or normalize over"))
     return missing
 
 

@@ -75,6 +75,15 @@ def test_a_dim_name_is_an_axis_not_an_input() -> None:
     assert right.accounted, right.lines()
 
 
+def test_every_dim_name_of_a_list_must_be_reduced() -> None:
+    # `mean over H and W` read as mean over H alone was accounted: only the first name was checked
+    text = "mean over H and W of x [N=4, C=6, H=5, W=7] fp32"
+    first_only = account(text, reading("mean(x, dim=2)", ("x", [4, 6, 5, 7]), output=[4, 6, 7]))
+    assert any("dim W" in u.reason for u in first_only.unaccounted), first_only.lines()
+    both = account(text, reading("mean(x, dim=(2, 3))", ("x", [4, 6, 5, 7]), output=[4, 6]))
+    assert both.accounted, both.lines()
+
+
 def test_a_stated_output_shape_must_be_the_readings() -> None:
     text = "mean of x over dim 1, x [32, 64], output [32]"
     assert account(text, reading("mean(x, dim=1)", ("x", [32, 64]), output=[32])).accounted
