@@ -36,6 +36,10 @@ class ParseError(IRError):
     """A formula the IR cannot read; the message quotes the part that failed."""
 
 
+class MissingDim(ParseError):
+    """Torch code (`F.softmax(x)`) that names no dim: no shorter part of the text may be read in its place."""
+
+
 
 def parse_python(source: str, mode: str = "exec") -> Any:  # ast.Module or ast.Expression, by mode
     """Parse people's text as Python without the SyntaxWarnings (`3x`, `\\d`) Python prints for it."""
@@ -269,6 +273,9 @@ class _Reader:
         if op is not None:
             if op.family in ("softmax", "scan") and op.param("dim") is not None and len(args) < 2 \
                     and "dim" not in keywords and op.param("dim").required:  # type: ignore[union-attr]
+                if module:  # torch code: F.softmax(x) picks its axis from the rank (dim 0 of a 3-D input)
+                    raise MissingDim(f"{call} gives no dim (torch needs one, or picks it from the input's rank: "
+                                     "dim 0 of a 1-D or 3-D input); which dim?")
                 keywords = {**keywords, "dim": Const(-1)}  # softmax(...) in math notation: over the last dim
             return bind(op, args, keywords, call)
         expanded = self.macros(name, args, keywords, call) if self.macros else None

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from agent.catalogue import Catalogue
 from agent.catalogue.entries import alias_words
 from agent.ir.expr import Const, Expr, Node, Ref, names, walk
-from agent.ir.parse import ParseError, parse_text
+from agent.ir.parse import MissingDim, ParseError, parse_text
 from agent.ir.types import IRError
 from agent.reader.dims import ALL, DimPhrase
+from agent.reader.errors import SpecQuestion
 from agent.reader.text import Ledger
 from agent.reader.vocabulary import NAMES_TOO, NOT_NAMES, OUTPUT_NAMES, dtype_of
 
@@ -268,6 +269,10 @@ def _longest_at(view: str, start: int, catalogue: Catalogue, declared: set[str])
             continue
         try:
             expr = parse_text(raw, euler="e" not in declared, macros=catalogue.macro)
+        except MissingDim as exc:
+            call = raw.strip()
+            said = call[:-1] + ("dim=-1)" if call.endswith("()") else ", dim=-1)")
+            raise SpecQuestion(str(exc), example=f"'{said}'") from None
         except (ParseError, IRError, RecursionError):
             continue
         if not isinstance(expr, Node) or not _plausible(expr, catalogue, declared) or _wordlike(raw):

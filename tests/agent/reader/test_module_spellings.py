@@ -44,3 +44,20 @@ def test_a_normalized_shape_that_is_not_the_input_s_last_dims_is_asked_about() -
 ])
 def test_what_cannot_be_bound_is_left_as_written(text: str) -> None:
     assert functional_modules(text) == text
+
+
+@pytest.mark.parametrize(("text", "example"), [
+    ("nn.Softmax() on x [4, 6, 8] fp32", "nn.Softmax(dim=-1)"),
+    ("out = F.softmax(x), x [4, 6, 8] fp32", "F.softmax(x, dim=-1)"),
+    ("out = torch.cumsum(x), x [4, 6, 8] fp32", "torch.cumsum(x, dim=-1)"),
+])
+def test_torch_code_that_names_no_dim_is_asked_about(text: str, example: str) -> None:
+    # torch's F.softmax picks dim 0 of a 3-D input; reading the last dim was a kernel for another op
+    with pytest.raises(SpecQuestion, match="gives no dim") as asked:
+        spec = read_spec(text)
+        raise AssertionError(f"read as {spec.formula}")
+    assert example in str(asked.value)
+
+
+def test_softmax_in_math_notation_is_over_the_last_dim() -> None:
+    assert read_spec("out = softmax(x), x [4, 6, 8] fp32").formula == "softmax(x, dim=-1)"
