@@ -109,6 +109,8 @@ def _operand(value: Value, param: Param, call: str) -> Expr:
 def _attribute(op: OpDef, param: Param, value: Value, call: str) -> list[tuple[str, Expr | Static]]:
     """Check an attribute's value; drop it when it equals the default, so equal calls give equal nodes."""
     static = _static(param, value, call)
+    if op.family == "data-movement" and param.kind == "ints" and isinstance(static, int):
+        static = (static,)  # torch.flip(x, dims=1) raises: flip, permute and reshape take a tuple of one
     if param.default != REQUIRED and is_default(static, param.default):
         return []
     return [(param.name, static)]

@@ -91,3 +91,13 @@ def test_a_layer_norm_over_two_dims_reads_back_from_its_printed_form() -> None:
     assert parse_text(to_text(expr)) == expr
     with pytest.raises(IRError, match="twice"):
         parse_text("layer_norm(x, normalized_ndim=3, normalized_shape=(128, 1024))")
+
+
+@pytest.mark.parametrize(("ir", "torch_call"), [
+    ("flip(x, dims=1)", "torch.flip(x, dims=(1,))"),  # an int was printed as is, and torch.flip raised
+    ("reshape(x, 12)", "torch.reshape(x, shape=(12,))"),
+])
+def test_a_movement_op_given_one_int_prints_a_tuple_torch_takes(ir: str, torch_call: str) -> None:
+    expr = parse_text(ir)
+    assert to_statements(expr, "out") == [f"out = {torch_call}"]
+    assert evaluate(expr, {"x": torch.arange(12.0).reshape(3, 4) if "flip" in ir else torch.arange(12.0)}).shape
