@@ -254,8 +254,11 @@ def _given_inputs(module: Any, budget_bytes: int | None, notes: list[str]) -> li
     if total <= budget_bytes or largest is None or largest.dim() == 0:
         return list(_call_helper(helper, "get_inputs"))
     batch = int(largest.shape[0])
-    names = [n for n in helper.__code__.co_names
-             if type(getattr(module, n, None)) is int and getattr(module, n) == batch]
+    # Not a global the model was built with (`features = 64` beside `batch_size = 64`): its size must stay.
+    init = getattr(module, "get_init_inputs", None)
+    built_with = set(init.__code__.co_names) if hasattr(init, "__code__") else set()
+    names = [n for n in helper.__code__.co_names if n not in built_with
+             and type(getattr(module, n, None)) is int and getattr(module, n) == batch]
     if not names:  # no global names the leading size: drawn as written (and refused if it cannot be allocated)
         return list(_call_helper(helper, "get_inputs"))
     smaller = max(1, batch * budget_bytes // total)

@@ -116,3 +116,19 @@ def test_a_check_of_inputs_too_large_to_draw_runs_them_with_a_smaller_batch(tmp_
     result = run_harness(tmp_path / "check", SCRIPTS[2], code, {"plan.json": checked}, ["--plan", "plan.json"])
     assert result["status"] == "pass", result
     assert any(n.startswith("checked with batch_size = ") and "6.0 GiB" in n for n in result["notes"])
+
+
+def test_a_smaller_batch_leaves_a_size_the_model_was_built_with(tmp_path: Path) -> None:
+    # KernelBench's BatchNorm: batch_size = features = 64; both were made smaller, and the model built with 64
+    # features got inputs of 4 (its own check failed, and the task asked).
+    code = ("import torch\n\nbatch_size = 64\nfeatures = 64\n\nclass Model(torch.nn.Module):\n"
+            "    def __init__(self, features):\n        super().__init__()\n        self.features = features\n"
+            "    def forward(self, x):\n        assert x.shape[1] == self.features, x.shape\n"
+            "        return torch.relu(x)\n\n"
+            "def get_inputs():\n    return [torch.rand(batch_size, features, 1024, 1024)]\n\n"
+            "def get_init_inputs():\n    return [features]\n")
+    checked = {"expr": "torch.relu(x)", "entry": "Model", "declared": {}, "seeds": [1], "arguments": {"x": "x"},
+               "tensors": {}, "ranges": {}, "positive": [], "tolerance": TOLERANCE}
+    result = run_harness(tmp_path / "check", SCRIPTS[2], code, {"plan.json": checked}, ["--plan", "plan.json"])
+    assert result["status"] == "pass", result
+    assert any(n.startswith("checked with batch_size = ") for n in result["notes"]), result["notes"]
