@@ -255,8 +255,8 @@ def _given_inputs(module: Any, budget_bytes: int | None, notes: list[str]) -> li
         return list(_call_helper(helper, "get_inputs"))
     batch = int(largest.shape[0])
     # Not a global the model was built with (`features = 64` beside `batch_size = 64`): its size must stay.
-    init = getattr(module, "get_init_inputs", None)
-    built_with = set(init.__code__.co_names) if hasattr(init, "__code__") else set()
+    init_code = getattr(getattr(module, "get_init_inputs", None), "__code__", None)
+    built_with = set(init_code.co_names) if init_code is not None else set()
     names = [n for n in helper.__code__.co_names if n not in built_with
              and type(getattr(module, n, None)) is int and getattr(module, n) == batch]
     if not names:  # no global names the leading size: drawn as written (and refused if it cannot be allocated)
