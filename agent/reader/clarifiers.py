@@ -55,22 +55,20 @@ def _put(chars: list[str], start: int, end: int, word: str) -> None:
 
 
 _NAMED_INLINE = re.compile(r"\[([^\[\]\n]*=[^\[\]\n]*)\]")
-_NAMES_AFTER_SHAPE = re.compile(r"\[\s*\d[\d,\s]*\]\s*\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)")
-_NAMES_EQUAL_SIZES = re.compile(r"\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)\s*=\s*\(\s*\d")
 
 
 def dims_by_name(text: str) -> dict[str, int]:
-    """Return the dims a shape names (`[bs=8, seq=2048]`, `[8, 2048] (bs, seq)`, `(N, C) = (32, 96)`) by place."""
+    """Return the dims a shape names inline (`[bs=8, seq=2048]`) by place.
+
+    `[8, 2048] (bs, seq)` and `(N, C) = (32, 96)` reach here in that form: `shape_names` rewrote them when
+    the text was normalized (and left as written those whose names and sizes do not pair).
+    """
     named: dict[str, int] = {}
     for m in _NAMED_INLINE.finditer(text):
         for k, part in enumerate(m.group(1).split(",")):
             label = re.match(r"\s*([A-Za-z_]\w*)\s*=", part)
             if label:
                 named.setdefault(label.group(1), k)
-    for pattern in (_NAMES_AFTER_SHAPE, _NAMES_EQUAL_SIZES):
-        for m in pattern.finditer(text):
-            for k, label_name in enumerate(re.split(r"\s*,\s*", m.group(1).strip())):
-                named.setdefault(label_name, k)
     return named
 
 

@@ -106,13 +106,17 @@ def test_one_function_rounded_differently_agrees_in_float64_and_a_different_one_
     assert other["status"] == "fail"
 
 
+# check_code.py's plan for `relu(x)` read from a class `Model` whose inputs come from get_inputs()
+RELU_MODULE_PLAN = {"expr": "torch.relu(x)", "entry": "Model", "declared": {}, "seeds": [1], "arguments": {"x": "x"},
+                    "tensors": {}, "ranges": {}, "positive": [], "tolerance": TOLERANCE}
+
+
 def test_a_check_of_inputs_too_large_to_draw_runs_them_with_a_smaller_batch(tmp_path: Path) -> None:
     # As KernelBench publishes its ReLU: 4096 x 393216 floats, 6 GiB, more than a check needs or may allocate.
     code = ("import torch\n\nbatch_size = 4096\ndim = 393216\n\nclass Model(torch.nn.Module):\n"
             "    def forward(self, x):\n        return torch.relu(x)\n\n"
             "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\ndef get_init_inputs():\n    return []\n")
-    checked = {"expr": "torch.relu(x)", "entry": "Model", "declared": {}, "seeds": [1], "arguments": {"x": "x"},
-               "tensors": {}, "ranges": {}, "positive": [], "tolerance": TOLERANCE}
+    checked = RELU_MODULE_PLAN
     result = run_harness(tmp_path / "check", SCRIPTS[2], code, {"plan.json": checked}, ["--plan", "plan.json"])
     assert result["status"] == "pass", result
     assert any(n.startswith("checked with batch_size = ") and "6.0 GiB" in n for n in result["notes"])
@@ -127,8 +131,7 @@ def test_a_smaller_batch_leaves_a_size_the_model_was_built_with(tmp_path: Path) 
             "        return torch.relu(x)\n\n"
             "def get_inputs():\n    return [torch.rand(batch_size, features, 1024, 1024)]\n\n"
             "def get_init_inputs():\n    return [features]\n")
-    checked = {"expr": "torch.relu(x)", "entry": "Model", "declared": {}, "seeds": [1], "arguments": {"x": "x"},
-               "tensors": {}, "ranges": {}, "positive": [], "tolerance": TOLERANCE}
+    checked = RELU_MODULE_PLAN
     result = run_harness(tmp_path / "check", SCRIPTS[2], code, {"plan.json": checked}, ["--plan", "plan.json"])
     assert result["status"] == "pass", result
     assert any(n.startswith("checked with batch_size = ") for n in result["notes"]), result["notes"]
